@@ -1,0 +1,109 @@
+import crypto from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { LogLevel } from './config.js';
+import { AppError } from './domain/errors.js';
+import { camelizeBody } from './http/casing.js';
+import { errorHandler, sendError } from './http/errors.js';
+import { API_PREFIX, makeGuard } from './http/guard.js';
+import { formRoutes } from './http/routes/forms.js';
+import { operationRoutes } from './http/routes/operations.js';
+import { ErrorEnvelope } from './http/schemas/common.js';
+import { makeValidatorCompiler } from './http/validation.js';
+import './http/types.js';
+import type { RateLimiter } from './limits/limiter.js';
+import type { Store } from './store/db.js';
+import { verifyKey } from './store/keys.js';
+
+export interface AppDeps {
+  store: Store;
+  limiter: RateLimiter;
+  logLevel?: LogLevel;
+  trustProxy?: boolean;
+  /** The clock, in epoch milliseconds; tests pin it. */
+  now?: () => number;
+}
+
+export const JSON_BODY_LIMIT = 1_048_576;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const now = deps.now ?? Date.now;
+  let shuttingDown = false;
+
+  const app = Fastify({
+    logger: {
+      level: deps.logLevel ?? 'info',
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    },
+    // One line per request, written by the onResponse hook below, instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: JSON_BODY_LIMIT,
+    trustProxy: deps.trustProxy ?? false,
+    return503OnClosing: false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  app.setValidatorCompiler(makeValidatorCompiler());
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new AppError('not_found', `No such endpoint: ${request.method} ${request.url.split('?', 1)[0]}`)),
+  );
+  // Fastify accepts text/plain by default; here every body is JSON (or multipart, where declared).
+  app.removeContentTypeParser('text/plain');
+  app.decorateRequest('principal', null);
+  app.addSchema(ErrorEnvelope);
+
+  app.addHook(
+    'onRequest',
+    makeGuard({
+      limiter: deps.limiter,
+      verifyKey: (candidate, at) => verifyKey(deps.store.db, candidate, at),
+      now,
+      isShuttingDown: () => shuttingDown,
+    }),
+  );
+  app.addHook('preValidation', async (request) => {
+    const body = request.body;
+    if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
+      request.renames = new Map();
+      request.body = camelizeBody(body, new Set(request.routeOptions.config.opaqueKeys ?? []), request.renames);
+    }
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+  app.addHook('preClose', async () => {
+    shuttingDown = true;
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'formsign API',
+        version: '1.0.0',
+        description: 'Forms and documents prepared for digital signing. Every endpoint under /api/v1 needs `Authorization: Bearer <API key>`.',
+      },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get(`${API_PREFIX}/openapi.json`, { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  operationRoutes(app, deps.store);
+  formRoutes(app, deps.store);
+
+  return app;
+}

@@ -1,0 +1,87 @@
+import path from 'node:path';
+
+/** The one typed, validated configuration. Nothing else in the service reads `process.env`. */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** `null` means the embedded SQLite database at `<dataDir>/formsign.sqlite`. */
+  databaseUrl: string | null;
+  /** `null` means the in-process rate limiter. */
+  redisUrl: string | null;
+  rateLimitPerMinute: number;
+  maxUploadBytes: number;
+  logLevel: LogLevel;
+  /** Trust `X-Forwarded-For` for the client address (set it behind a load balancer). */
+  trustProxy: boolean;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable} ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})`);
+  }
+  return Number(raw);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = read(env, name);
+  if (raw === undefined) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL starting with ${protocols.join(' or ')}`);
+  }
+  if (!protocols.includes(parsed.protocol.replace(/:$/, '') + '://')) {
+    throw new ConfigError(name, `must start with ${protocols.join(' or ')} (got ${parsed.protocol}//…)`);
+  }
+  return raw;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
+  }
+  return {
+    host: read(env, 'HOST') ?? '127.0.0.1',
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    dataDir: path.resolve(read(env, 'DATA_DIR') ?? './data'),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres://', 'postgresql://']),
+    redisUrl: url(env, 'REDIS_URL', ['redis://', 'rediss://']),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 100, 1, 1_000_000_000),
+    maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 52_428_800, 1, Number.MAX_SAFE_INTEGER),
+    logLevel: logLevel as LogLevel,
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
+  };
+}

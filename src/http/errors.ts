@@ -1,0 +1,73 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { ErrorObject } from 'ajv';
+import { AppError, reasonPhrase, type ErrorCode } from '../domain/errors.js';
+import { MAX_PAGE } from './pagination.js';
+import { describeAjvError, pickAjvError } from './validation.js';
+
+export interface ErrorBody {
+  success: false;
+  error: string;
+  hint: string;
+  code: ErrorCode;
+}
+
+export function errorBody(code: ErrorCode, status: number, hint: string): ErrorBody {
+  return { success: false, error: reasonPhrase(status), hint, code };
+}
+
+const PAGINATION_KEYS = new Set(['/page', '/limit']);
+
+/** Maps anything thrown on the request path to the contract's envelope and a stable code. */
+export function toAppError(error: unknown, request: FastifyRequest): AppError {
+  if (error instanceof AppError) return error;
+  const err = error as FastifyError & { validation?: ErrorObject[]; validationContext?: string; type?: string };
+  if (err.validation) {
+    const picked = pickAjvError(err.validation);
+    const context = err.validationContext ?? 'body';
+    if (context === 'querystring' && picked && PAGINATION_KEYS.has(picked.instancePath)) {
+      const hint =
+        picked.instancePath === '/page'
+          ? `page must be a whole number from 1 to ${MAX_PAGE}`
+          : 'limit must be a whole number of at least 1 (a limit above 100 is applied as 100)';
+      return new AppError('invalid_pagination', hint);
+    }
+    if (context === 'params') return new AppError('not_found', 'Resource not found');
+    const hint = picked ? describeAjvError(picked, context, request.renames) : 'the request is not valid';
+    return new AppError('validation_failed', hint);
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than 1 MiB (1,048,576 bytes).');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError(
+        'unsupported_media_type',
+        `Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not accepted here; send application/json.`,
+      );
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('validation_failed', 'body: the JSON body is empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('validation_failed', 'The Content-Length header does not match the body.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('validation_failed', 'body: malformed JSON (or a forbidden "__proto__"/"constructor" key); send a JSON object');
+    default:
+      break;
+  }
+  // Any other client error Fastify raises (a bad URL, a bad header) keeps its status class.
+  const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
+  if (status === 404) return new AppError('not_found', 'Resource not found');
+  if (status >= 400 && status < 500) return new AppError('validation_failed', err.message || 'The request is not valid.');
+  return new AppError('internal_error', 'Something went wrong on our side. Retry later; if it persists, quote the X-Request-Id.');
+}
+
+export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply.code(error.status).send(errorBody(error.code, error.status, error.hint));
+}
+
+export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const appError = toAppError(error, request);
+  if (appError.code === 'internal_error') {
+    request.log.error({ err: error }, 'request failed');
+  }
+  return sendError(reply, appError);
+}

@@ -1,0 +1,90 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../domain/errors.js';
+import { describeGrant, missingGrants } from '../domain/grants.js';
+import type { RateLimiter } from '../limits/limiter.js';
+import type { KeyCheck } from '../store/keys.js';
+
+export interface GuardDeps {
+  limiter: RateLimiter;
+  verifyKey(candidate: string, now: Date): Promise<KeyCheck>;
+  now(): number;
+  isShuttingDown(): boolean;
+}
+
+export const API_PREFIX = '/api/v1';
+
+export function isApiPath(url: string): boolean {
+  const path = url.split('?', 1)[0] ?? '';
+  return path === API_PREFIX || path.startsWith(`${API_PREFIX}/`);
+}
+
+const WHY_INVALID = {
+  unknown: 'The API key is not recognised. Check that it was copied whole; keys start with "fsk_".',
+  revoked: 'The API key has been revoked. Create a new key with `formsign keys create`.',
+  expired: 'The API key has expired. Create a new key with `formsign keys create`.',
+} as const;
+
+function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  return match?.[1] ?? null;
+}
+
+/**
+ * Every request under /api/v1, in this order: who is asking (the key, or the client address when
+ * there is no valid key), counting it against the rate limit (headers on every response, also on
+ * errors), then refusing it if it is over the limit, unauthenticated or lacks a grant.
+ */
+export function makeGuard(deps: GuardDeps) {
+  return async function guard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    reply.header('x-request-id', request.id);
+    if (!isApiPath(request.url)) return;
+    if (deps.isShuttingDown()) {
+      reply.header('connection', 'close');
+      throw new AppError('unavailable', 'The service is shutting down; retry in a moment.');
+    }
+    const nowMs = deps.now();
+    const token = bearerToken(request.headers.authorization);
+    const check: KeyCheck | null = token === null ? null : await deps.verifyKey(token, new Date(nowMs));
+    const principal = check?.ok ? check.principal : null;
+    const bucket = principal ? `key:${principal.keyId}` : `ip:${request.ip}`;
+    const rate = await deps.limiter.hit(bucket, nowMs);
+    reply.header('x-ratelimit-limit', String(rate.limit));
+    reply.header('x-ratelimit-remaining', String(rate.remaining));
+    reply.header('x-ratelimit-reset', String(rate.resetAt));
+    if (!rate.allowed) {
+      const retryAfter = Math.max(1, Math.ceil(rate.resetAt - nowMs / 1000));
+      throw new AppError(
+        'rate_limited',
+        `Rate limit of ${rate.limit} requests per minute exceeded. Retry after ${new Date(rate.resetAt * 1000).toISOString()}.`,
+        { 'retry-after': String(retryAfter) },
+      );
+    }
+    const config = request.routeOptions.config;
+    if (config.public) return;
+    if (!principal) {
+      const challenge = { 'www-authenticate': 'Bearer' };
+      if (check === null) {
+        throw new AppError(
+          'missing_api_key',
+          request.headers.authorization
+            ? 'The Authorization header must use the Bearer scheme: "Authorization: Bearer <API key>".'
+            : 'Send your API key in the header "Authorization: Bearer <API key>".',
+          challenge,
+        );
+      }
+      throw new AppError('invalid_api_key', WHY_INVALID[check.ok ? 'unknown' : check.reason], challenge);
+    }
+    request.principal = principal;
+    const required = config.grants ?? [];
+    const missing = missingGrants(required, principal.grants);
+    if (missing.length > 0) {
+      throw new AppError(
+        'missing_grant',
+        `This operation needs ${required.map(describeGrant).join(' and ')}; the API key lacks ${missing
+          .map(describeGrant)
+          .join(' and ')}.`,
+      );
+    }
+  };
+}

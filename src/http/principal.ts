@@ -1,0 +1,8 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../domain/errors.js';
+
+/** The workspace of the key behind an authenticated request. */
+export function workspaceOf(request: FastifyRequest): string {
+  if (!request.principal) throw new AppError('missing_api_key', 'Send your API key in the header "Authorization: Bearer <API key>".');
+  return request.principal.workspaceId;
+}

@@ -1,0 +1,100 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import { invalid, notFound } from '../../domain/errors.js';
+import { isId } from '../../domain/ids.js';
+import type { Store } from '../../store/db.js';
+import { createForm, deleteForm, getForm, listForms, updateForm } from '../../store/forms.js';
+import { applyPagination, listEnvelope } from '../pagination.js';
+import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
+import { CreateFormBody, DeleteQuery, Form, ListFormsQuery, NoQuery, UpdateFormBody } from '../schemas/forms.js';
+import { workspaceOf } from '../principal.js';
+
+const SETTINGS_MAX_BYTES = 64 * 1024;
+
+function checkSettings(settings: Record<string, unknown> | undefined): void {
+  if (settings !== undefined && Buffer.byteLength(JSON.stringify(settings)) > SETTINGS_MAX_BYTES) {
+    throw invalid('settings', `must be at most ${SETTINGS_MAX_BYTES} bytes as JSON`);
+  }
+}
+
+function checkTitle(title: string | undefined): string | undefined {
+  if (title === undefined) return undefined;
+  const trimmed = title.trim();
+  if (trimmed.length === 0) throw invalid('title', 'must not be blank');
+  return trimmed;
+}
+
+function formId(id: string): string {
+  if (!isId(id)) throw notFound('Form');
+  return id;
+}
+
+export function formRoutes(app: FastifyInstance, store: Store): void {
+  const tags = ['Forms'];
+
+  app.get<{ Querystring: Static<typeof ListFormsQuery> }>('/api/v1/forms', {
+    config: { grants: ['forms:read'] },
+    schema: { tags, summary: 'List forms, newest first', querystring: ListFormsQuery, response: responses(200, OkList(Form)) },
+    handler: async (request) => {
+      const page = applyPagination(request.query);
+      const { items, total } = await listForms(store.db, workspaceOf(request), { status: request.query.status }, page);
+      return listEnvelope(items, total, page);
+    },
+  });
+
+  app.post<{ Body: Static<typeof CreateFormBody> }>('/api/v1/forms', {
+    config: { grants: ['forms:write'], opaqueKeys: ['settings'] },
+    schema: { tags, summary: 'Create a form', querystring: NoQuery, body: CreateFormBody, response: responses(201, Ok(Form)) },
+    handler: async (request, reply) => {
+      const { title, description, settings } = request.body;
+      checkSettings(settings);
+      const form = await createForm(store.db, workspaceOf(request), { title: checkTitle(title)!, description, settings });
+      reply.code(201).header('location', `/api/v1/forms/${form.id}`);
+      return { success: true, data: form };
+    },
+  });
+
+  app.get<{ Params: Static<typeof IdParams> }>('/api/v1/forms/:id', {
+    config: { grants: ['forms:read'] },
+    schema: { tags, summary: 'Get a form', params: IdParams, querystring: NoQuery, response: responses(200, Ok(Form)) },
+    handler: async (request) => ({
+      success: true,
+      data: await getForm(store.db, workspaceOf(request), formId(request.params.id)),
+    }),
+  });
+
+  app.put<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateFormBody> }>('/api/v1/forms/:id', {
+    config: { grants: ['forms:write'], opaqueKeys: ['settings'] },
+    schema: {
+      tags,
+      summary: 'Update a form (only the keys given)',
+      params: IdParams,
+      querystring: NoQuery,
+      body: UpdateFormBody,
+      response: responses(200, Ok(Form)),
+    },
+    handler: async (request) => {
+      const id = formId(request.params.id);
+      const body = request.body;
+      checkSettings(body.settings);
+      const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) });
+      return { success: true, data: form };
+    },
+  });
+
+  app.delete<{ Params: Static<typeof IdParams>; Querystring: Static<typeof DeleteQuery> }>('/api/v1/forms/:id', {
+    config: { grants: ['forms:delete'] },
+    schema: {
+      tags,
+      summary: 'Delete a form (soft; ?permanent=true removes it for good)',
+      params: IdParams,
+      querystring: DeleteQuery,
+      response: responses(200, Deleted),
+    },
+    handler: async (request) => {
+      const id = formId(request.params.id);
+      await deleteForm(store.db, workspaceOf(request), id, request.query.permanent === true);
+      return { success: true, data: { id, deleted: true } };
+    },
+  });
+}

@@ -1,0 +1,38 @@
+import { Type, type TSchema } from 'typebox';
+import { ERROR_STATUS } from '../../domain/errors.js';
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
+export const Id = Type.String({ format: 'uuid', description: 'UUID v7' });
+
+export const ErrorEnvelope = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.String({ description: 'Reason phrase of the status' }),
+    hint: Type.String({ description: 'What went wrong and how to fix it' }),
+    code: Type.Union(Object.keys(ERROR_STATUS).map((code) => Type.Literal(code))),
+  },
+  { $id: 'ErrorEnvelope', title: 'Error' },
+);
+
+export const Meta = Type.Object({
+  total: Type.Integer({ minimum: 0 }),
+  page: Type.Integer({ minimum: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100 }),
+});
+
+export const Ok = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
+export const OkList = <T extends TSchema>(item: T) =>
+  Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: Meta });
+
+export const Deleted = Ok(Type.Object({ id: Id, deleted: Type.Literal(true) }));
+
+const errorRef = Type.Unsafe({ $ref: 'ErrorEnvelope#' });
+
+/** Response schemas of a route: its success shape plus the error envelope for every error status. */
+export function responses(status: number, success: TSchema): Record<string, TSchema> {
+  return { [status]: success, '4xx': errorRef, '5xx': errorRef };
+}
+
+export const IdParams = Type.Object({ id: Type.String() });

@@ -1,0 +1,57 @@
+import { Type } from 'typebox';
+import { paginationQuery } from '../pagination.js';
+import { Id, Nullable, Timestamp } from './common.js';
+
+export const FormStatus = Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('archived')]);
+const Settings = Type.Record(Type.String(), Type.Unknown(), { description: 'Free JSON object, at most 64 KiB, kept as given.' });
+const Title = Type.String({ minLength: 1, maxLength: 200 });
+const Description = Nullable(Type.String({ maxLength: 1000 }));
+
+export const Form = Type.Object(
+  {
+    id: Id,
+    workspaceId: Id,
+    title: Type.String(),
+    description: Nullable(Type.String()),
+    status: FormStatus,
+    settings: Settings,
+    currentVersion: Nullable(Type.Integer({ minimum: 1 })),
+    hasUnpublishedChanges: Type.Boolean(),
+    questionCount: Type.Integer({ minimum: 0 }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { title: 'Form' },
+);
+
+export const CreateFormBody = Type.Object(
+  {
+    title: Title,
+    description: Type.Optional(Description),
+    settings: Type.Optional(Settings),
+    status: Type.Optional(Type.Literal('draft', { description: 'A new form is always a draft.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateFormBody = Type.Object(
+  {
+    title: Type.Optional(Title),
+    description: Type.Optional(Description),
+    settings: Type.Optional(Settings),
+    status: Type.Optional(FormStatus),
+  },
+  { additionalProperties: false },
+);
+
+export const ListFormsQuery = Type.Object(
+  { ...paginationQuery, status: Type.Optional(FormStatus) },
+  { additionalProperties: false },
+);
+
+export const DeleteQuery = Type.Object(
+  { permanent: Type.Optional(Type.Boolean({ description: 'Remove for good instead of hiding (soft delete).' })) },
+  { additionalProperties: false },
+);
+
+export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -1,0 +1,20 @@
+import type { Permission } from '../domain/grants.js';
+import type { Principal } from '../store/keys.js';
+import type { Renames } from './casing.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Permissions the operation needs; all of them. */
+    grants?: Permission[];
+    /** No key needed (still rate limited per client address when under /api/v1). */
+    public?: boolean;
+    /** Body keys whose values are free JSON, kept exactly as given (no key casing, no unknown-key rule). */
+    opaqueKeys?: string[];
+  }
+  interface FastifyRequest {
+    /** The verified key behind the request; set on every authenticated route. */
+    principal: Principal | null;
+    /** Body keys the client wrote in snake_case, by their camelCase path. */
+    renames?: Renames;
+  }
+}

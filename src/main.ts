@@ -1,0 +1,211 @@
+#!/usr/bin/env node
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
+import type { RateLimiter } from './limits/limiter.js';
+import { MemoryRateLimiter } from './limits/memory.js';
+import { RedisRateLimiter } from './limits/redis.js';
+import { createStore, type Store } from './store/db.js';
+import { createKey, listKeys, revokeKey } from './store/keys.js';
+import { migrate } from './store/migrations.js';
+
+const USAGE = `Usage: formsign <command>
+
+Commands:
+  serve                      run the HTTP API (migrates the database first)
+  migrate                    apply pending database migrations and exit
+  keys create --workspace <slug> --name <name> --grants <g1,g2,…> [--expires <ISO time>] [--json]
+  keys list [--json]
+  keys revoke <id>
+
+Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_URL,
+RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY (see README.md).`;
+
+/** A mistake in how the command was called: one line on stderr, exit code 2. */
+class UsageError extends Error {}
+
+export function openStore(config: Config): Store {
+  return createStore({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'formsign.sqlite') });
+}
+
+async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(config);
+  try {
+    await migrate(store);
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function serve(config: Config): Promise<void> {
+  const store = openStore(config);
+  await migrate(store);
+  let limiter: RateLimiter;
+  let warn: (error: unknown) => void = () => {};
+  if (config.redisUrl) {
+    let lastWarning = 0;
+    const redis = new RedisRateLimiter({
+      limit: config.rateLimitPerMinute,
+      url: config.redisUrl,
+      onError: (error) => {
+        // At most one warning every 10 s: a Redis outage must not flood the log.
+        if (Date.now() - lastWarning < 10_000) return;
+        lastWarning = Date.now();
+        warn(error);
+      },
+    });
+    limiter = redis;
+  } else {
+    limiter = new MemoryRateLimiter(config.rateLimitPerMinute);
+  }
+  const app = await buildApp({ store, limiter, logLevel: config.logLevel, trustProxy: config.trustProxy });
+  warn = (error) => app.log.warn({ err: error }, 'Redis rate limiter unavailable; counting in this process until it is back');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      app.log.warn(`${signal} again: exiting without waiting`);
+      process.exit(1);
+    }
+    stopping = true;
+    app.log.info(`${signal}: no new requests; finishing the ones in flight`);
+    try {
+      await app.close();
+      await limiter.close();
+      await store.close();
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  await app.listen({ host: config.host, port: config.port });
+}
+
+function parseGrants(list: string): Permission[] {
+  const grants: Permission[] = [];
+  for (const raw of list.split(',').map((g) => g.trim()).filter(Boolean)) {
+    const permission = normalizeGrant(raw);
+    if (!permission) throw new UsageError(`unknown grant "${raw}"; known grants: ${allGrantSpellings().join(', ')}`);
+    if (!grants.includes(permission)) grants.push(permission);
+  }
+  if (grants.length === 0) throw new UsageError('--grants needs at least one grant, e.g. --grants forms:read,forms:write');
+  return grants;
+}
+
+function parseExpiry(value: string | undefined, now: Date): string | null {
+  if (value === undefined) return null;
+  const time = /^\d{4}-\d{2}-\d{2}(T.*)?$/.test(value) ? Date.parse(value) : NaN;
+  if (Number.isNaN(time)) throw new UsageError(`--expires must be an ISO 8601 time such as 2027-01-31T00:00:00Z (got "${value}")`);
+  if (time <= now.getTime()) throw new UsageError(`--expires must be in the future (got ${new Date(time).toISOString()})`);
+  return new Date(time).toISOString();
+}
+
+async function keys(config: Config, args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action === 'create') {
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        workspace: { type: 'string' },
+        name: { type: 'string' },
+        grants: { type: 'string' },
+        expires: { type: 'string' },
+        json: { type: 'boolean', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+    const workspace = values.workspace ?? '';
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(workspace)) {
+      throw new UsageError('--workspace must be a slug: 1–63 lowercase letters, digits or "-", not starting with "-"');
+    }
+    const name = values.name?.trim() ?? '';
+    if (name.length === 0 || name.length > 100) throw new UsageError('--name must be 1–100 characters');
+    if (values.grants === undefined) throw new UsageError('--grants is required, e.g. --grants forms:read,forms:write');
+    const grants = parseGrants(values.grants);
+    const expiresAt = parseExpiry(values.expires, new Date());
+    const { key, info } = await withStore(config, (store) => createKey(store.db, { workspace, name, grants, expiresAt }));
+    if (values.json) {
+      console.log(JSON.stringify({ id: info.id, key, workspace, grants, expiresAt }));
+    } else {
+      console.log(`Created key ${info.id} "${name}" for workspace ${workspace}`);
+      console.log(`Grants: ${grants.join(', ')}${expiresAt ? `; expires ${expiresAt}` : ''}`);
+      console.log('The key is shown this once; store it safely:');
+      console.log(key);
+    }
+    return;
+  }
+  if (action === 'list') {
+    const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean', default: false } }, strict: true });
+    const all = await withStore(config, (store) => listKeys(store.db));
+    if (values.json) {
+      console.log(JSON.stringify(all.map(({ workspaceId: _w, ...key }) => key)));
+      return;
+    }
+    if (all.length === 0) {
+      console.log('No keys yet. Create one with: formsign keys create --workspace <slug> --name <name> --grants <…>');
+      return;
+    }
+    for (const k of all) {
+      const state = k.revokedAt ? `revoked ${k.revokedAt}` : k.expiresAt ? `expires ${k.expiresAt}` : 'active';
+      console.log(`${k.id}  ${k.prefix}…  ${k.workspace}  "${k.name}"  ${k.grants.join(',')}  ${state}`);
+    }
+    return;
+  }
+  if (action === 'revoke') {
+    const { positionals } = parseArgs({ args: rest, options: {}, strict: true, allowPositionals: true });
+    if (positionals.length !== 1) throw new UsageError('usage: formsign keys revoke <id>');
+    const id = positionals[0]!;
+    const found = await withStore(config, (store) => revokeKey(store.db, id));
+    if (!found) throw new UsageError(`no key with id ${id}`);
+    console.log(`Revoked key ${id}`);
+    return;
+  }
+  throw new UsageError(`unknown keys command "${action ?? ''}"; use create, list or revoke`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    console.log(USAGE);
+    return;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'serve':
+      return serve(config);
+    case 'migrate': {
+      const store = openStore(config);
+      try {
+        const applied = await migrate(store);
+        console.log(applied.length ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date.');
+      } finally {
+        await store.close();
+      }
+      return;
+    }
+    case 'keys':
+      return keys(config, rest);
+    default:
+      throw new UsageError(`unknown command "${command}"\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(`formsign: invalid configuration: ${error.message}`);
+    process.exit(1);
+  }
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    console.error(`formsign: ${(error as Error).message}`);
+    process.exit(2);
+  }
+  console.error(`formsign: ${(error as Error).message ?? String(error)}`);
+  process.exit(1);
+});

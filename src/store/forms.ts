@@ -1,0 +1,153 @@
+import type { Kysely } from 'kysely';
+import { AppError, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import { assertForwardTransition, type Status } from '../domain/status.js';
+import type { Store } from './db.js';
+import type { Database, FormRow } from './schema.js';
+import { forUpdate } from './tx.js';
+
+export interface Form {
+  id: string;
+  workspaceId: string;
+  title: string;
+  description: string | null;
+  status: Status;
+  settings: Record<string, unknown>;
+  currentVersion: number | null;
+  hasUnpublishedChanges: boolean;
+  questionCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface FormInput {
+  title: string;
+  description?: string | null;
+  settings?: Record<string, unknown>;
+}
+
+export interface FormPatch {
+  title?: string;
+  description?: string | null;
+  settings?: Record<string, unknown>;
+  status?: Status;
+}
+
+export interface Page {
+  offset: number;
+  limit: number;
+}
+
+function toForm(row: FormRow): Form {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    title: row.title,
+    description: row.description,
+    status: row.status as Status,
+    settings: JSON.parse(row.settings) as Record<string, unknown>,
+    currentVersion: row.current_version === null ? null : Number(row.current_version),
+    hasUnpublishedChanges: Boolean(row.has_unpublished_changes),
+    // Questions arrive with the form-content issue; until then a form has none.
+    questionCount: 0,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function live(db: Kysely<Database>, workspaceId: string) {
+  return db.selectFrom('forms').where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
+}
+
+export async function createForm(db: Kysely<Database>, workspaceId: string, input: FormInput): Promise<Form> {
+  const now = new Date().toISOString();
+  const row: FormRow = {
+    id: newId(),
+    workspace_id: workspaceId,
+    title: input.title,
+    description: input.description ?? null,
+    status: 'draft',
+    settings: JSON.stringify(input.settings ?? {}),
+    current_version: null,
+    has_unpublished_changes: 1,
+    deleted_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('forms').values(row).execute();
+  return toForm(row);
+}
+
+export async function getForm(db: Kysely<Database>, workspaceId: string, id: string): Promise<Form> {
+  const row = await live(db, workspaceId).selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Form');
+  return toForm(row);
+}
+
+export async function listForms(
+  db: Kysely<Database>,
+  workspaceId: string,
+  filter: { status?: Status },
+  page: Page,
+): Promise<{ items: Form[]; total: number }> {
+  let query = live(db, workspaceId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  const [count, rows] = await Promise.all([
+    query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
+    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+  ]);
+  return { items: rows.map(toForm), total: Number(count.n) };
+}
+
+export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch): Promise<Form> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await forUpdate(live(trx, workspaceId).selectAll().where('id', '=', id), store.dialect).executeTakeFirst();
+    if (!row) throw notFound('Form');
+    const current = row.status as Status;
+    const { status, ...content } = patch;
+    if (status !== undefined) {
+      assertForwardTransition('form', current, status);
+      if (status === 'published' && current !== 'published') {
+        throw new AppError(
+          'invalid_status_transition',
+          'Publishing forms is not available in this version of the service; the form stays a draft.',
+        );
+      }
+    }
+    const editsContent = Object.values(content).some((value) => value !== undefined);
+    if (current === 'archived' && editsContent) {
+      throw new AppError('form_not_editable', 'This form is archived and read only; create a new form to make changes.');
+    }
+    const changes: Partial<FormRow> = {};
+    if (content.title !== undefined && content.title !== row.title) changes.title = content.title;
+    if (content.description !== undefined && content.description !== row.description) changes.description = content.description;
+    if (content.settings !== undefined) {
+      const settings = JSON.stringify(content.settings);
+      if (settings !== row.settings) changes.settings = settings;
+    }
+    const contentChanged = Object.keys(changes).length > 0;
+    if (contentChanged) changes.has_unpublished_changes = 1;
+    if (status !== undefined && status !== current) changes.status = status;
+    if (Object.keys(changes).length === 0) return toForm(row);
+    changes.updated_at = new Date().toISOString();
+    await trx.updateTable('forms').set(changes).where('id', '=', id).execute();
+    return toForm({ ...row, ...changes });
+  });
+}
+
+/** Soft delete hides the form; permanent delete removes it (also when already soft-deleted). */
+export async function deleteForm(db: Kysely<Database>, workspaceId: string, id: string, permanent: boolean): Promise<void> {
+  if (permanent) {
+    const result = await db.deleteFrom('forms').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) throw notFound('Form');
+    return;
+  }
+  const result = await db
+    .updateTable('forms')
+    .set({ deleted_at: new Date().toISOString() })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw notFound('Form');
+}

@@ -1,0 +1,136 @@
+import type { Kysely } from 'kysely';
+import { generateKey, hashKey, keyPrefix, looksLikeKey, sameHash } from '../domain/keys.js';
+import { newId } from '../domain/ids.js';
+import type { Permission } from '../domain/grants.js';
+import type { Database, ApiKeyRow } from './schema.js';
+
+export interface ApiKeyInfo {
+  id: string;
+  workspaceId: string;
+  workspace: string;
+  name: string;
+  prefix: string;
+  grants: Permission[];
+  expiresAt: string | null;
+  revokedAt: string | null;
+  createdAt: string;
+}
+
+/** The identity a verified key gives a request. */
+export interface Principal {
+  keyId: string;
+  workspaceId: string;
+  grants: ReadonlySet<Permission>;
+}
+
+export type KeyCheck =
+  | { ok: true; principal: Principal }
+  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' };
+
+export interface CreateKeyInput {
+  workspace: string;
+  name: string;
+  grants: Permission[];
+  expiresAt: string | null;
+}
+
+export async function createKey(db: Kysely<Database>, input: CreateKeyInput): Promise<{ key: string; info: ApiKeyInfo }> {
+  const key = generateKey();
+  const now = new Date().toISOString();
+  const id = newId();
+  const workspaceId = await db.transaction().execute(async (trx) => {
+    // Created on first use; a concurrent creator of the same slug wins harmlessly.
+    await trx
+      .insertInto('workspaces')
+      .values({ id: newId(), slug: input.workspace, created_at: now })
+      .onConflict((oc) => oc.column('slug').doNothing())
+      .execute();
+    const workspace = await trx.selectFrom('workspaces').select('id').where('slug', '=', input.workspace).executeTakeFirstOrThrow();
+    await trx
+      .insertInto('api_keys')
+      .values({
+        id,
+        workspace_id: workspace.id,
+        name: input.name,
+        prefix: keyPrefix(key),
+        key_hash: hashKey(key),
+        grants: JSON.stringify(input.grants),
+        expires_at: input.expiresAt,
+        revoked_at: null,
+        created_at: now,
+      })
+      .execute();
+    return workspace.id;
+  });
+  return {
+    key,
+    info: {
+      id,
+      workspaceId,
+      workspace: input.workspace,
+      name: input.name,
+      prefix: keyPrefix(key),
+      grants: input.grants,
+      expiresAt: input.expiresAt,
+      revokedAt: null,
+      createdAt: now,
+    },
+  };
+}
+
+export async function listKeys(db: Kysely<Database>): Promise<ApiKeyInfo[]> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .innerJoin('workspaces', 'workspaces.id', 'api_keys.workspace_id')
+    .selectAll('api_keys')
+    .select('workspaces.slug')
+    .orderBy('api_keys.created_at')
+    .orderBy('api_keys.id')
+    .execute();
+  return rows.map((row) => toInfo(row, row.slug));
+}
+
+/** Marks a key revoked; `false` when there is no such key. Revoking twice keeps the first time. */
+export async function revokeKey(db: Kysely<Database>, id: string): Promise<boolean> {
+  const found = await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
+  if (!found) return false;
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: new Date().toISOString() })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .execute();
+  return true;
+}
+
+export async function verifyKey(db: Kysely<Database>, candidate: string, now: Date): Promise<KeyCheck> {
+  if (!looksLikeKey(candidate)) return { ok: false, reason: 'unknown' };
+  const rows = await db
+    .selectFrom('api_keys')
+    .select(['id', 'workspace_id', 'key_hash', 'grants', 'expires_at', 'revoked_at'])
+    .where('prefix', '=', keyPrefix(candidate))
+    .execute();
+  const hash = hashKey(candidate);
+  const row = rows.find((r) => sameHash(r.key_hash, hash));
+  if (!row) return { ok: false, reason: 'unknown' };
+  if (row.revoked_at !== null) return { ok: false, reason: 'revoked' };
+  if (row.expires_at !== null && Date.parse(row.expires_at) <= now.getTime()) return { ok: false, reason: 'expired' };
+  return {
+    ok: true,
+    principal: { keyId: row.id, workspaceId: row.workspace_id, grants: new Set(JSON.parse(row.grants) as Permission[]) },
+  };
+}
+
+function toInfo(row: ApiKeyRow, slug: string): ApiKeyInfo {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    workspace: slug,
+    name: row.name,
+    prefix: row.prefix,
+    grants: JSON.parse(row.grants) as Permission[],
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,92 @@
+import { type Kysely, sql } from 'kysely';
+import type { Dialect, Store } from './db.js';
+
+/**
+ * One portable migration set for SQLite and PostgreSQL. Each migration runs once, inside one
+ * transaction together with its bookkeeping row, under a lock that keeps concurrent starters
+ * (several `serve` processes, `migrate` beside a running server) from applying it twice.
+ * Append new migrations; never edit one that has shipped.
+ */
+interface Migration {
+  id: string;
+  up(db: Kysely<any>, dialect: Dialect): Promise<void>;
+}
+
+const MIGRATIONS: Migration[] = [
+  {
+    id: '0001_platform',
+    async up(db) {
+      await db.schema
+        .createTable('workspaces')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('slug', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('grants', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text')
+        .addColumn('revoked_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('api_keys_prefix').on('api_keys').column('prefix').execute();
+      await db.schema
+        .createTable('forms')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('settings', 'text', (c) => c.notNull())
+        .addColumn('current_version', 'integer')
+        .addColumn('has_unpublished_changes', 'integer', (c) => c.notNull())
+        .addColumn('deleted_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('forms_workspace_created')
+        .on('forms')
+        .columns(['workspace_id', 'created_at', 'id'])
+        .execute();
+    },
+  },
+];
+
+/** Applies every pending migration; returns the ids it applied. */
+export async function migrate(store: Store): Promise<string[]> {
+  const { db, dialect } = store;
+  return db.connection().execute(async (conn) => {
+    await sql`create table if not exists schema_migrations (id text primary key, applied_at text not null)`.execute(conn);
+    if (dialect === 'postgres') {
+      await sql`begin`.execute(conn);
+      // Any constant will do: it only has to be the same for every formsign process.
+      await sql`select pg_advisory_xact_lock(724031)`.execute(conn);
+    } else {
+      await sql`begin immediate`.execute(conn);
+    }
+    try {
+      const done = new Set((await conn.selectFrom('schema_migrations').select('id').execute()).map((r) => r.id));
+      const applied: string[] = [];
+      for (const migration of MIGRATIONS) {
+        if (done.has(migration.id)) continue;
+        await migration.up(conn, dialect);
+        await conn
+          .insertInto('schema_migrations')
+          .values({ id: migration.id, applied_at: new Date().toISOString() })
+          .execute();
+        applied.push(migration.id);
+      }
+      await sql`commit`.execute(conn);
+      return applied;
+    } catch (error) {
+      await sql`rollback`.execute(conn).catch(() => {});
+      throw error;
+    }
+  });
+}
