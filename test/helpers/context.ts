@@ -1,0 +1,132 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../../src/app.js';
+import { normalizeGrant, type Permission } from '../../src/domain/grants.js';
+import type { RateLimiter } from '../../src/limits/limiter.js';
+import { MemoryRateLimiter } from '../../src/limits/memory.js';
+import { RedisRateLimiter } from '../../src/limits/redis.js';
+import { createStore, type Store } from '../../src/store/db.js';
+import { createKey } from '../../src/store/keys.js';
+import { migrate } from '../../src/store/migrations.js';
+
+/**
+ * Test databases are real: a fresh SQLite file, or (FORMSIGN_TEST_DB=postgres) a fresh PostgreSQL
+ * database created for the test and dropped after it. With FORMSIGN_TEST_REDIS_URL set, the rate
+ * limiter is the Redis one, under a key prefix of the test's own.
+ */
+export const TEST_DB = process.env.FORMSIGN_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
+export const TEST_REDIS_URL = process.env.FORMSIGN_TEST_REDIS_URL ?? null;
+const ADMIN_URL = process.env.FORMSIGN_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface TestDatabase {
+  store: Store;
+  /** The URL or file a separate process can open. */
+  location: { databaseUrl: string | null; sqlitePath: string };
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  if (TEST_DB === 'postgres') {
+    const name = `formsign_t_${crypto.randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    await admin.end();
+    const url = new URL(ADMIN_URL);
+    url.pathname = `/${name}`;
+    const store = createStore({ databaseUrl: url.toString(), sqlitePath: '' });
+    await migrate(store);
+    return {
+      store,
+      location: { databaseUrl: url.toString(), sqlitePath: '' },
+      async drop() {
+        await store.close();
+        const again = new pg.Client({ connectionString: ADMIN_URL });
+        await again.connect();
+        await again.query(`drop database if exists ${name} with (force)`);
+        await again.end();
+      },
+    };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-test-'));
+  const sqlitePath = path.join(dir, 'formsign.sqlite');
+  const store = createStore({ databaseUrl: null, sqlitePath });
+  await migrate(store);
+  return {
+    store,
+    location: { databaseUrl: null, sqlitePath },
+    async drop() {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function createTestLimiter(limit: number, prefix = `formsign:test:${crypto.randomUUID()}:`): RateLimiter {
+  if (TEST_REDIS_URL) return new RedisRateLimiter({ limit, url: TEST_REDIS_URL, keyPrefix: prefix });
+  return new MemoryRateLimiter(limit);
+}
+
+export interface TestContext {
+  app: FastifyInstance;
+  store: Store;
+  database: TestDatabase;
+  limiter: RateLimiter;
+  /** A new key in `workspace` (default: a fresh workspace) holding `grants` in any spelling. */
+  key(grants: string[], workspace?: string, expiresAt?: string | null): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  rateLimit?: number;
+  now?: () => number;
+  database?: TestDatabase;
+  limiter?: RateLimiter;
+}
+
+export const ALL_GRANTS = [
+  'documents:read',
+  'documents:write',
+  'documents:delete',
+  'documents:parse_ai',
+  'forms:read',
+  'forms:write',
+  'forms:delete',
+  'revisions:read',
+];
+
+export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
+  const database = options.database ?? (await createTestDatabase());
+  const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
+  if (limiter instanceof RedisRateLimiter) await limiter.ready();
+  const app = await buildApp({ store: database.store, limiter, logLevel: 'silent', now: options.now });
+  await app.ready();
+  return {
+    app,
+    store: database.store,
+    database,
+    limiter,
+    async key(grants, workspace = `ws-${crypto.randomBytes(4).toString('hex')}`, expiresAt = null) {
+      const permissions = grants.map((g) => {
+        const p = normalizeGrant(g);
+        if (!p) throw new Error(`unknown grant ${g}`);
+        return p;
+      }) as Permission[];
+      const { key } = await createKey(database.store.db, { workspace, name: 'test', grants: permissions, expiresAt });
+      return key;
+    },
+    async close() {
+      await app.close();
+      await limiter.close();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+export function bearer(key: string): Record<string, string> {
+  return { authorization: `Bearer ${key}` };
+}
