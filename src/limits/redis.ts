@@ -13,7 +13,7 @@ export interface RedisLimiterOptions {
 }
 
 /**
- * The shared limiter: `INCR` and `EXPIREAT` of `<prefix><bucket>:<window>` in one MULTI, one
+ * The shared limiter: `INCR` and `EXPIRE` of `<prefix><bucket>:<window>` in one MULTI, one
  * round trip per request. INCR is atomic in Redis, so the count is exact under any concurrency
  * and across every process that shares the server.
  *
@@ -63,9 +63,10 @@ export class RedisRateLimiter implements RateLimiter {
   async hit(bucket: string, nowMs: number): Promise<RateLimitResult> {
     const window = windowOf(nowMs);
     const key = `${this.prefix}${bucket}:${window}`;
-    const expireAt = Math.ceil(((window + 1) * WINDOW_MS) / 1000) + 5;
+    // Relative to the caller's clock, so the key lives until its window is over (plus a margin).
+    const ttlSeconds = Math.ceil(((window + 1) * WINDOW_MS - nowMs) / 1000) + 5;
     try {
-      const replies = await withTimeout(this.redis.multi().incr(key).expireat(key, expireAt).exec(), this.timeoutMs);
+      const replies = await withTimeout(this.redis.multi().incr(key).expire(key, ttlSeconds).exec(), this.timeoutMs);
       const [incr] = replies ?? [];
       if (!incr || incr[0]) throw incr?.[0] ?? new Error('Redis MULTI was discarded');
       return resultFor(Number(incr[1]), this.options.limit, window);
