@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with the Node test runner (TypeScript through tsx). Each file runs
 // in its own process with its own database. Extra arguments are file filters (substrings).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -21,6 +21,9 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
+// The command-line tests run the built `formsign` (dist/), so build it first.
+const build = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+if (build.status !== 0) process.exit(build.status ?? 1);
 const db = process.env.FORMSIGN_TEST_DB ?? 'sqlite';
 console.log(`formsign tests: ${files.length} files, database ${db}${process.env.FORMSIGN_TEST_REDIS_URL ? ', Redis rate limiter' : ''}`);
 const child = spawn(

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
@@ -61,6 +60,8 @@ async function serve(config: Config): Promise<void> {
   } else {
     limiter = new MemoryRateLimiter(config.rateLimitPerMinute);
   }
+  // Loaded here so that the key commands start quickly without the HTTP stack.
+  const { buildApp } = await import('./app.js');
   const app = await buildApp({ store, limiter, logLevel: config.logLevel, trustProxy: config.trustProxy });
   warn = (error) => app.log.warn({ err: error }, 'Redis rate limiter unavailable; counting in this process until it is back');
 

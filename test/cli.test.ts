@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createTestDatabase, type TestDatabase } from './helpers/context.js';
+
+// The built command, as `npx formsign` runs it (npm test builds it first).
+const MAIN = path.resolve('dist/src/main.js');
+
+describe('the formsign command', () => {
+  let database: TestDatabase;
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    database = await createTestDatabase();
+    const { databaseUrl, sqlitePath } = database.location;
+    env = {
+      PATH: process.env.PATH,
+      LOG_LEVEL: 'warn',
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: path.dirname(sqlitePath) }),
+    };
+  });
+  after(() => database.drop());
+
+  function run(args: string[], extraEnv: NodeJS.ProcessEnv = {}) {
+    const result = spawnSync(process.execPath, [MAIN, ...args], {
+      env: { ...env, ...extraEnv },
+      encoding: 'utf8',
+    });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  }
+
+  function lastLine(text: string): string {
+    const lines = text.trim().split('\n');
+    return lines[lines.length - 1]!;
+  }
+
+  it('keys create --json prints one JSON line last, grants in permission style', () => {
+    const res = run(['keys', 'create', '--workspace', 'acme', '--name', 'ci', '--grants', 'read:forms,forms:write,documents:parse_ai', '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const out = JSON.parse(lastLine(res.stdout));
+    assert.deepEqual(Object.keys(out).sort(), ['expiresAt', 'grants', 'id', 'key', 'workspace']);
+    assert.match(out.key, /^fsk_[A-Za-z0-9]{43}$/);
+    assert.equal(out.workspace, 'acme');
+    assert.deepEqual(out.grants, ['forms:read', 'forms:write', 'documents:parse_ai']);
+    assert.equal(out.expiresAt, null);
+  });
+
+  it('keys create without --json prints the key on the last line; expiry is kept', () => {
+    const res = run(['keys', 'create', '--workspace', 'acme', '--name', 'human', '--grants', 'forms:read', '--expires', '2099-01-01T00:00:00Z']);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(lastLine(res.stdout), /^fsk_[A-Za-z0-9]{43}$/);
+    const json = run(['keys', 'create', '--workspace', 'acme', '--name', 'h2', '--grants', 'forms:read', '--expires', '2099-01-01T00:00:00Z', '--json']);
+    assert.equal(JSON.parse(lastLine(json.stdout)).expiresAt, '2099-01-01T00:00:00.000Z');
+  });
+
+  it('refuses bad arguments with one clear line and a non-zero exit', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:admin'], /unknown grant "forms:admin"/],
+      [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:read', '--expires', '2001-01-01T00:00:00Z'], /--expires must be in the future/],
+      [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:read', '--expires', 'tomorrow'], /--expires must be an ISO 8601 time/],
+      [['keys', 'create', '--name', 'x', '--grants', 'forms:read'], /--workspace must be a slug/],
+      [['keys', 'create', '--workspace', 'Acme Inc', '--name', 'x', '--grants', 'forms:read'], /--workspace must be a slug/],
+      [['keys', 'create', '--workspace', 'acme', '--grants', 'forms:read'], /--name must be/],
+      [['keys', 'create', '--workspace', 'acme', '--name', 'x'], /--grants is required/],
+      [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:read', '--colour', 'red'], /colour/],
+      [['keys', 'revoke', '01a1fd14-68a6-7162-bd6b-c7ed74244524'], /no key with id/],
+      [['keys', 'rotate'], /unknown keys command/],
+      [['frobnicate'], /unknown command "frobnicate"/],
+    ];
+    for (const [args, message] of cases) {
+      const res = run(args);
+      assert.notEqual(res.code, 0, args.join(' '));
+      const lines = res.stderr.trim().split('\n');
+      assert.match(lines[0]!, message, args.join(' '));
+      if (args[0] === 'keys') assert.equal(lines.length, 1, res.stderr);
+      assert.doesNotMatch(res.stdout, /fsk_/);
+    }
+  });
+
+  it('stops at start-up on a bad setting with one line naming the variable', () => {
+    const res = run(['serve'], { PORT: 'eighty' });
+    assert.equal(res.code, 1);
+    assert.equal(res.stderr.trim().split('\n').length, 1);
+    assert.match(res.stderr, /^formsign: invalid configuration: PORT must be a whole number/);
+  });
+
+  it('keys list shows keys without secrets; keys revoke marks one revoked', () => {
+    const created = JSON.parse(lastLine(run(['keys', 'create', '--workspace', 'listing', '--name', 'to-revoke', '--grants', 'forms:read', '--json']).stdout));
+    const listed = JSON.parse(lastLine(run(['keys', 'list', '--json']).stdout));
+    const entry = listed.find((k: { id: string }) => k.id === created.id);
+    assert.equal(entry.workspace, 'listing');
+    assert.equal(entry.revokedAt, null);
+    assert.equal(entry.prefix, created.key.slice(0, 12));
+    assert.ok(!JSON.stringify(listed).includes(created.key), 'no key in the listing');
+    assert.ok(!JSON.stringify(listed).includes('hash'), 'no hash in the listing');
+    const revoked = run(['keys', 'revoke', created.id]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    const after = JSON.parse(lastLine(run(['keys', 'list', '--json']).stdout)).find((k: { id: string }) => k.id === created.id);
+    assert.ok(after.revokedAt);
+    const text = run(['keys', 'list']);
+    assert.match(text.stdout, new RegExp(`${created.id}.*revoked`));
+  });
+
+  it('migrate is idempotent', () => {
+    const first = run(['migrate']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /up to date/);
+  });
+
+  it('serve answers a key made by keys create, and SIGTERM finishes the request in flight', async () => {
+    const { key } = JSON.parse(lastLine(run(['keys', 'create', '--workspace', 'served', '--name', 's', '--grants', 'forms:read,forms:write', '--json']).stdout));
+    const port = await freePort();
+    const child = spawn(process.execPath, [MAIN, 'serve'], {
+      env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok);
+      const list = await fetch(`http://127.0.0.1:${port}/api/v1/forms`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(list.status, 200);
+      assert.equal((await list.json()).success, true);
+
+      // A request whose body is still arriving when SIGTERM comes must still be answered.
+      const body = JSON.stringify({ title: 'in flight' });
+      const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port, method: 'POST', path: '/api/v1/forms', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+          (res) => {
+            let text = '';
+            res.on('data', (d) => (text += d));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
+        req.on('error', reject);
+        req.write(body.slice(0, 5));
+        setTimeout(() => {
+          child.kill('SIGTERM');
+          setTimeout(() => req.end(body.slice(5)), 300);
+        }, 200);
+      });
+      const answered = await response;
+      assert.equal(answered.status, 201, answered.body);
+      assert.equal(await exited, 0, stderr);
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'no longer listening');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+async function waitFor(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > until) throw new Error('timed out waiting for the server');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('configuration', () => {
+  it('has working defaults with no settings at all', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config, {
+      host: '127.0.0.1',
+      port: 3000,
+      dataDir: path.resolve('./data'),
+      databaseUrl: null,
+      redisUrl: null,
+      rateLimitPerMinute: 100,
+      maxUploadBytes: 52_428_800,
+      logLevel: 'info',
+      trustProxy: false,
+    });
+  });
+
+  it('reads every setting', () => {
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '8080',
+      DATA_DIR: '/srv/formsign',
+      DATABASE_URL: 'postgres://u:p@db:5432/formsign',
+      REDIS_URL: 'redis://cache:6379/0',
+      RATE_LIMIT_PER_MINUTE: '1000',
+      MAX_UPLOAD_BYTES: '1024',
+      LOG_LEVEL: 'WARN',
+      TRUST_PROXY: 'true',
+    });
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.port, 8080);
+    assert.equal(config.dataDir, '/srv/formsign');
+    assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/formsign');
+    assert.equal(config.redisUrl, 'redis://cache:6379/0');
+    assert.equal(config.rateLimitPerMinute, 1000);
+    assert.equal(config.maxUploadBytes, 1024);
+    assert.equal(config.logLevel, 'warn');
+    assert.equal(config.trustProxy, true);
+    assert.equal(loadConfig({ DATABASE_URL: 'postgresql://x/y' }).databaseUrl, 'postgresql://x/y');
+    assert.equal(loadConfig({ PORT: '' }).port, 3000, 'an empty value is unset');
+  });
+
+  it('refuses a bad value with a message naming the variable', () => {
+    const bad: Array<[Record<string, string>, string]> = [
+      [{ PORT: 'abc' }, 'PORT'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ PORT: '-1' }, 'PORT'],
+      [{ RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE'],
+      [{ RATE_LIMIT_PER_MINUTE: '1.5' }, 'RATE_LIMIT_PER_MINUTE'],
+      [{ MAX_UPLOAD_BYTES: '50MB' }, 'MAX_UPLOAD_BYTES'],
+      [{ DATABASE_URL: 'mysql://localhost/x' }, 'DATABASE_URL'],
+      [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+      [{ REDIS_URL: 'http://localhost' }, 'REDIS_URL'],
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+      [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+    ];
+    for (const [env, variable] of bad) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(variable),
+        JSON.stringify(env),
+      );
+    }
+  });
+});
