@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type preValidationHookHandler } from 'fastify';
 import swagger from '@fastify/swagger';
+import { pino } from 'pino';
 import swaggerUi from '@fastify/swagger-ui';
 import type { LogLevel } from './config.js';
 import { AppError } from './domain/errors.js';
@@ -14,7 +15,7 @@ import { makeValidatorCompiler } from './http/validation.js';
 import './http/types.js';
 import type { RateLimiter } from './limits/limiter.js';
 import type { Store } from './store/db.js';
-import { verifyKey } from './store/keys.js';
+import { createKeyVerifier } from './store/keys.js';
 
 export interface AppDeps {
   store: Store;
@@ -23,7 +24,11 @@ export interface AppDeps {
   trustProxy?: boolean;
   /** The clock, in epoch milliseconds; tests pin it. */
   now?: () => number;
+  /** How long a verified key is remembered (default 5 s): the delay before a revocation bites. */
+  keyCacheTtlMs?: number;
 }
+
+export const DEFAULT_KEY_CACHE_TTL_MS = 5000;
 
 export const JSON_BODY_LIMIT = 1_048_576;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -32,11 +37,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now;
   let shuttingDown = false;
 
+  const keys = createKeyVerifier(deps.store.db, deps.keyCacheTtlMs ?? DEFAULT_KEY_CACHE_TTL_MS);
+  const logger = pino(
+    { level: deps.logLevel ?? 'info', redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' } },
+    // Asynchronous: lines written while a write is in flight go out together, off the request path.
+    pino.destination({ sync: false }),
+  );
+
   const app = Fastify({
-    logger: {
-      level: deps.logLevel ?? 'info',
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
-    },
+    loggerInstance: logger as FastifyBaseLogger,
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: JSON_BODY_LIMIT,
@@ -64,26 +73,38 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     'onRequest',
     makeGuard({
       limiter: deps.limiter,
-      verifyKey: (candidate, at) => verifyKey(deps.store.db, candidate, at),
+      verifyKey: (candidate, at) => keys.verify(candidate, at),
       now,
       isShuttingDown: () => shuttingDown,
     }),
   );
-  app.addHook('preValidation', async (request) => {
-    const body = request.body;
-    if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
-      request.renames = new Map();
-      request.body = camelizeBody(body, new Set(request.routeOptions.config.opaqueKeys ?? []), request.renames);
-    }
+  // Key casing runs only on routes that take a JSON body, before their schema is checked.
+  app.addHook('onRoute', (route) => {
+    if (!route.schema?.body) return;
+    const opaque = new Set(route.config?.opaqueKeys ?? []);
+    const camelize: preValidationHookHandler = (request, _reply, done) => {
+      const body = request.body;
+      if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
+        request.renames = new Map();
+        request.body = camelizeBody(body, opaque, request.renames);
+      }
+      done();
+    };
+    const existing = route.preValidation;
+    route.preValidation = existing ? [camelize, ...(Array.isArray(existing) ? existing : [existing])] : camelize;
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
     );
+    done();
   });
   app.addHook('preClose', async () => {
     shuttingDown = true;
+  });
+  app.addHook('onClose', async () => {
+    logger.flush();
   });
 
   await app.register(swagger, {

@@ -12,7 +12,8 @@ export interface RateLimitResult {
 }
 
 export interface RateLimiter {
-  hit(bucket: string, nowMs: number): Promise<RateLimitResult>;
+  /** Synchronous where the count is in this process; a promise where it is elsewhere. */
+  hit(bucket: string, nowMs: number): RateLimitResult | Promise<RateLimitResult>;
   close(): Promise<void>;
 }
 

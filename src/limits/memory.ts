@@ -11,11 +11,7 @@ export class MemoryRateLimiter implements RateLimiter {
 
   constructor(private readonly limit: number) {}
 
-  hit(bucket: string, nowMs: number): Promise<RateLimitResult> {
-    return Promise.resolve(this.hitSync(bucket, nowMs));
-  }
-
-  hitSync(bucket: string, nowMs: number): RateLimitResult {
+  hit(bucket: string, nowMs: number): RateLimitResult {
     const window = windowOf(nowMs);
     if (window > this.window) {
       this.window = window;

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { Redis } from 'ioredis';
 import { type RateLimiter, type RateLimitResult, resultFor, windowOf, WINDOW_MS } from './limiter.js';
 import { MemoryRateLimiter } from './memory.js';
@@ -12,10 +13,16 @@ export interface RedisLimiterOptions {
   keyPrefix?: string;
 }
 
+/** Counts one request and sets the window's expiry when it is the first: one command, atomic. */
+const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return n`;
+
 /**
- * The shared limiter: `INCR` and `EXPIRE` of `<prefix><bucket>:<window>` in one MULTI, one
- * round trip per request. INCR is atomic in Redis, so the count is exact under any concurrency
- * and across every process that shares the server.
+ * The shared limiter: a small Lua script does `INCR` of `<prefix><bucket>:<window>` (and its
+ * `EXPIRE` the first time), one command and one round trip per request. Redis runs scripts
+ * atomically, so the count is exact under any concurrency and across every process that shares
+ * the server.
  *
  * When Redis cannot be reached the request is not refused and not let through unlimited: this
  * process counts on its own (as the embedded limiter does) until Redis answers again.
@@ -25,6 +32,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly fallback: MemoryRateLimiter;
   private readonly prefix: string;
   private readonly timeoutMs: number;
+  private readonly scriptSha = crypto.createHash('sha1').update(HIT_SCRIPT).digest('hex');
 
   constructor(private readonly options: RedisLimiterOptions) {
     this.redis = new Redis(options.url, {
@@ -66,13 +74,15 @@ export class RedisRateLimiter implements RateLimiter {
     // Relative to the caller's clock, so the key lives until its window is over (plus a margin).
     const ttlSeconds = Math.ceil(((window + 1) * WINDOW_MS - nowMs) / 1000) + 5;
     try {
-      const replies = await withTimeout(this.redis.multi().incr(key).expire(key, ttlSeconds).exec(), this.timeoutMs);
-      const [incr] = replies ?? [];
-      if (!incr || incr[0]) throw incr?.[0] ?? new Error('Redis MULTI was discarded');
-      return resultFor(Number(incr[1]), this.options.limit, window);
+      const count = await withTimeout(this.redis.evalsha(this.scriptSha, 1, key, ttlSeconds).catch((error: Error) => {
+        // After a Redis restart the script cache is empty: send the script itself once.
+        if (!String(error.message).includes('NOSCRIPT')) throw error;
+        return this.redis.eval(HIT_SCRIPT, 1, key, ttlSeconds);
+      }), this.timeoutMs);
+      return resultFor(Number(count), this.options.limit, window);
     } catch (error) {
       this.options.onError?.(error);
-      return this.fallback.hitSync(bucket, nowMs);
+      return this.fallback.hit(bucket, nowMs);
     }
   }
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
@@ -34,7 +34,7 @@ function createSqliteStore(file: string): Store {
   database.pragma('journal_mode = WAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return {
     db,
     dialect: 'sqlite',
@@ -43,6 +43,32 @@ function createSqliteStore(file: string): Store {
     },
     async close() {
       await db.destroy();
+    },
+  };
+}
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing costs more than running a
+ * single-row read. Queries built by the repositories come back as the same SQL text, so their
+ * prepared statements are kept (a bounded set: it is emptied when it grows past its size, which
+ * only queries with variable-length `in (…)` lists could cause). better-sqlite3 re-prepares a
+ * cached statement by itself after a schema change.
+ */
+function withStatementCache(database: SQLite.Database, size = 500): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    prepare(text: string) {
+      let statement = cache.get(text);
+      if (!statement) {
+        if (cache.size >= size) cache.clear();
+        statement = database.prepare(text);
+        cache.set(text, statement);
+      }
+      return statement;
+    },
+    close() {
+      cache.clear();
+      database.close();
     },
   };
 }

@@ -5,6 +5,7 @@ import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
+import { preparedQuery } from './prepared.js';
 
 export interface Form {
   id: string;
@@ -78,8 +79,12 @@ export async function createForm(db: Kysely<Database>, workspaceId: string, inpu
   return toForm(row);
 }
 
+const formById = preparedQuery<FormRow, [string, string]>(2, (db: Kysely<Database>, workspaceId, id) =>
+  live(db, workspaceId!).selectAll().where('id', '=', id!),
+);
+
 export async function getForm(db: Kysely<Database>, workspaceId: string, id: string): Promise<Form> {
-  const row = await live(db, workspaceId).selectAll().where('id', '=', id).executeTakeFirst();
+  const [row] = await formById(db, workspaceId, id);
   if (!row) throw notFound('Form');
   return toForm(row);
 }

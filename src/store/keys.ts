@@ -3,6 +3,7 @@ import { generateKey, hashKey, keyPrefix, looksLikeKey, sameHash } from '../doma
 import { newId } from '../domain/ids.js';
 import type { Permission } from '../domain/grants.js';
 import type { Database, ApiKeyRow } from './schema.js';
+import { preparedQuery } from './prepared.js';
 
 export interface ApiKeyInfo {
   id: string;
@@ -21,6 +22,8 @@ export interface Principal {
   keyId: string;
   workspaceId: string;
   grants: ReadonlySet<Permission>;
+  /** Epoch milliseconds, or `null` for a key that does not expire. */
+  expiresAt: number | null;
 }
 
 export type KeyCheck =
@@ -103,13 +106,19 @@ export async function revokeKey(db: Kysely<Database>, id: string): Promise<boole
   return true;
 }
 
-export async function verifyKey(db: Kysely<Database>, candidate: string, now: Date): Promise<KeyCheck> {
-  if (!looksLikeKey(candidate)) return { ok: false, reason: 'unknown' };
-  const rows = await db
+const keysByPrefix = preparedQuery<
+  Pick<ApiKeyRow, 'id' | 'workspace_id' | 'key_hash' | 'grants' | 'expires_at' | 'revoked_at'>,
+  [string]
+>(1, (db: Kysely<Database>, prefix) =>
+  db
     .selectFrom('api_keys')
     .select(['id', 'workspace_id', 'key_hash', 'grants', 'expires_at', 'revoked_at'])
-    .where('prefix', '=', keyPrefix(candidate))
-    .execute();
+    .where('prefix', '=', prefix),
+);
+
+export async function verifyKey(db: Kysely<Database>, candidate: string, now: Date): Promise<KeyCheck> {
+  if (!looksLikeKey(candidate)) return { ok: false, reason: 'unknown' };
+  const rows = await keysByPrefix(db, keyPrefix(candidate));
   const hash = hashKey(candidate);
   const row = rows.find((r) => sameHash(r.key_hash, hash));
   if (!row) return { ok: false, reason: 'unknown' };
@@ -117,7 +126,51 @@ export async function verifyKey(db: Kysely<Database>, candidate: string, now: Da
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now.getTime()) return { ok: false, reason: 'expired' };
   return {
     ok: true,
-    principal: { keyId: row.id, workspaceId: row.workspace_id, grants: new Set(JSON.parse(row.grants) as Permission[]) },
+    principal: {
+      keyId: row.id,
+      workspaceId: row.workspace_id,
+      grants: new Set(JSON.parse(row.grants) as Permission[]),
+      expiresAt: row.expires_at === null ? null : Date.parse(row.expires_at),
+    },
+  };
+}
+
+export interface KeyVerifier {
+  /** Synchronous when the key is remembered; a promise when the database is asked. */
+  verify(candidate: string, now: Date): KeyCheck | Promise<KeyCheck>;
+}
+
+/**
+ * Verifies keys against the database and remembers a verified key for `ttlMs`, so that a busy
+ * client costs one key lookup every few seconds instead of one per request. Expiry is checked on
+ * every request all the same; a revocation reaches a running process within `ttlMs`. Failures
+ * are never remembered, so a key works the moment it is created.
+ */
+export function createKeyVerifier(db: Kysely<Database>, ttlMs: number, maxEntries = 10_000): KeyVerifier {
+  const cache = new Map<string, { principal: Principal; until: number }>();
+  return {
+    verify(candidate, now) {
+      if (ttlMs <= 0) return verifyKey(db, candidate, now);
+      const at = now.getTime();
+      const cached = cache.get(candidate);
+      if (cached && cached.until > at) {
+        const { expiresAt } = cached.principal;
+        if (expiresAt !== null && expiresAt <= at) {
+          cache.delete(candidate);
+          return { ok: false, reason: 'expired' };
+        }
+        return { ok: true, principal: cached.principal };
+      }
+      return verifyKey(db, candidate, now).then((check) => {
+        if (check.ok) {
+          if (cache.size >= maxEntries) cache.clear();
+          cache.set(candidate, { principal: check.principal, until: at + ttlMs });
+        } else {
+          cache.delete(candidate);
+        }
+        return check;
+      });
+    },
   };
 }
 

@@ -7,14 +7,16 @@ import { bearer, createTestContext, type TestContext } from '../helpers/context.
 describe('authentication and grants', () => {
   let ctx: TestContext;
   before(async () => {
-    ctx = await createTestContext();
+    // Verified keys are remembered for 300 ms here (5 s by default) so that revocation can be seen.
+    ctx = await createTestContext({ keyCacheTtlMs: 300 });
   });
   after(() => ctx.close());
 
   const get = (headers: Record<string, string> = {}, url = '/api/v1/forms') => ctx.app.inject({ method: 'GET', url, headers });
 
   it('answers 401 missing_api_key without a key, with WWW-Authenticate and rate-limit headers', async () => {
-    for (const headers of [{}, { authorization: '' }, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }]) {
+    const variants: Array<Record<string, string>> = [{}, { authorization: '' }, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }];
+    for (const headers of variants) {
       const res = await get(headers);
       assert.equal(res.statusCode, 401, JSON.stringify(headers));
       assert.equal(res.headers['www-authenticate'], 'Bearer');
@@ -48,6 +50,8 @@ describe('authentication and grants', () => {
     assert.equal((await get(bearer(revoked))).statusCode, 200);
     const row = await ctx.store.db.selectFrom('api_keys').select('id').orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow();
     assert.equal(await revokeKey(ctx.store.db, row.id), true);
+    // A running process notices a revocation once its memory of the key runs out.
+    await new Promise((r) => setTimeout(r, 350));
     const refused = await get(bearer(revoked));
     assert.equal(refused.statusCode, 401);
     assert.match(refused.json().hint, /revoked/);

@@ -86,6 +86,7 @@ export interface ContextOptions {
   now?: () => number;
   database?: TestDatabase;
   limiter?: RateLimiter;
+  keyCacheTtlMs?: number;
 }
 
 export const ALL_GRANTS = [
@@ -103,7 +104,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const database = options.database ?? (await createTestDatabase());
   const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
   if (limiter instanceof RedisRateLimiter) await limiter.ready();
-  const app = await buildApp({ store: database.store, limiter, logLevel: 'silent', now: options.now });
+  const app = await buildApp({ store: database.store, limiter, logLevel: 'silent', now: options.now, keyCacheTtlMs: options.keyCacheTtlMs });
   await app.ready();
   return {
     app,
