@@ -103,9 +103,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     shuttingDown = true;
   });
-  app.addHook('onClose', async () => {
-    logger.flush();
-  });
 
   await app.register(swagger, {
     openapi: {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
@@ -77,7 +78,9 @@ async function serve(config: Config): Promise<void> {
       await app.close();
       await limiter.close();
       await store.close();
-      process.exit(0);
+      app.log.info('stopped');
+      // The log is written asynchronously: let it reach stdout before the process ends.
+      (app.log as Logger).flush(() => process.exit(0));
     } catch (error) {
       app.log.error({ err: error }, 'shutdown failed');
       process.exit(1);
