@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type preValidationHookHandler } from 'fastify';
+import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import { pino } from 'pino';
 import swaggerUi from '@fastify/swagger-ui';
@@ -8,11 +9,16 @@ import { AppError } from './domain/errors.js';
 import { camelizeBody } from './http/casing.js';
 import { errorHandler, sendError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
+import { documentRoutes } from './http/routes/documents.js';
+import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
 import { operationRoutes } from './http/routes/operations.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
 import { makeValidatorCompiler } from './http/validation.js';
 import './http/types.js';
+import type { BlobStore } from './blobs/store.js';
+import type { LibreOfficeConverter } from './files/libreoffice.js';
+import type { PdfAnalyzer } from './files/pdf.js';
 import type { RateLimiter } from './limits/limiter.js';
 import type { Store } from './store/db.js';
 import { createKeyVerifier } from './store/keys.js';
@@ -20,6 +26,11 @@ import { createKeyVerifier } from './store/keys.js';
 export interface AppDeps {
   store: Store;
   limiter: RateLimiter;
+  blobs: BlobStore;
+  pdf: PdfAnalyzer;
+  /** `null` when LibreOffice is not installed or turned off: DOCX pages then come from docProps/app.xml. */
+  libreOffice: LibreOfficeConverter | null;
+  maxUploadBytes: number;
   logLevel?: LogLevel;
   trustProxy?: boolean;
   /** The clock, in epoch milliseconds; tests pin it. */
@@ -118,10 +129,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Files are streamed part by part (request.parts()); limits are set per upload.
+  await app.register(multipart, { throwFileSizeLimit: true });
 
   app.get(`${API_PREFIX}/openapi.json`, { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   operationRoutes(app, deps.store);
   formRoutes(app, deps.store);
+  documentRoutes(app, deps);
+  fieldRoutes(app, deps.store);
 
   return app;
 }

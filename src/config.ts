@@ -14,6 +14,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Trust `X-Forwarded-For` for the client address (set it behind a load balancer). */
   trustProxy: boolean;
+  /** LibreOffice for DOCX renditions: `auto` (use `soffice` when it is on the PATH), `off`, or a path. */
+  soffice: string;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -83,5 +85,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 52_428_800, 1, Number.MAX_SAFE_INTEGER),
     logLevel: logLevel as LogLevel,
     trustProxy: boolean(env, 'TRUST_PROXY', false),
+    soffice: read(env, 'SOFFICE_PATH') ?? 'auto',
   };
 }

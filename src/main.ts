@@ -7,7 +7,12 @@ import { allGrantSpellings, normalizeGrant, type Permission } from './domain/gra
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
 import { RedisRateLimiter } from './limits/redis.js';
+import { DiskBlobStore } from './blobs/disk.js';
+import { sweepBlobs } from './blobs/sweep.js';
+import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
+import { PdfAnalyzer } from './files/pdf.js';
 import { createStore, type Store } from './store/db.js';
+import { referencedBlobs } from './store/documents.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
 
@@ -21,7 +26,10 @@ Commands:
   keys revoke <id>
 
 Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_URL,
-RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY (see README.md).`;
+RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH (see README.md).`;
+
+/** On PostgreSQL other servers may be between storing a blob and writing its row: spare young blobs. */
+const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
 
 /** A mistake in how the command was called: one line on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -63,7 +71,23 @@ async function serve(config: Config): Promise<void> {
   }
   // Loaded here so that the key commands start quickly without the HTTP stack.
   const { buildApp } = await import('./app.js');
-  const app = await buildApp({ store, limiter, logLevel: config.logLevel, trustProxy: config.trustProxy });
+  const blobs = new DiskBlobStore(config.dataDir);
+  const swept = await sweepBlobs(blobs, () => referencedBlobs(store.db), store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS);
+  const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
+  const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
+  const pdf = new PdfAnalyzer();
+  const app = await buildApp({
+    store,
+    limiter,
+    blobs,
+    pdf,
+    libreOffice,
+    maxUploadBytes: config.maxUploadBytes,
+    logLevel: config.logLevel,
+    trustProxy: config.trustProxy,
+  });
+  if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
+  app.log.info(sofficePath ? `DOCX renditions by LibreOffice (${sofficePath})` : 'LibreOffice not used: DOCX page counts come from docProps/app.xml');
   warn = (error) => app.log.warn({ err: error }, 'Redis rate limiter unavailable; counting in this process until it is back');
 
   let stopping = false;
@@ -76,6 +100,7 @@ async function serve(config: Config): Promise<void> {
     app.log.info(`${signal}: no new requests; finishing the ones in flight`);
     try {
       await app.close();
+      await pdf.close();
       await limiter.close();
       await store.close();
       app.log.info('stopped');

@@ -47,6 +47,14 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
       return new AppError('validation_failed', 'body: the JSON body is empty; send a JSON object');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('validation_failed', 'The Content-Length header does not match the body.');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FILES_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new AppError('validation_failed', 'The upload has too many parts: send one part "file" and at most a part "title".');
+    case 'FST_PROTO_VIOLATION':
+      return new AppError('validation_failed', 'A multipart part name is not allowed.');
+    case 'FST_MP_PREMATURE_CLOSE':
+      return new AppError('validation_failed', 'The upload ended before the multipart body was complete.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new AppError('validation_failed', 'body: malformed JSON (or a forbidden "__proto__"/"constructor" key); send a JSON object');
     default:

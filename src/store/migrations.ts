@@ -56,6 +56,58 @@ const MIGRATIONS: Migration[] = [
         .execute();
     },
   },
+  {
+    id: '0002_documents',
+    async up(db, dialect) {
+      const real = dialect === 'postgres' ? 'double precision' : 'real';
+      await db.schema
+        .createTable('documents')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('original_filename', 'text', (c) => c.notNull())
+        .addColumn('file_type', 'text', (c) => c.notNull())
+        .addColumn('mime_type', 'text', (c) => c.notNull())
+        .addColumn('size_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('sha256', 'text', (c) => c.notNull())
+        .addColumn('rendition_sha256', 'text')
+        .addColumn('page_source', 'text', (c) => c.notNull())
+        .addColumn('page_count', 'integer', (c) => c.notNull())
+        .addColumn('page_dimensions', 'text', (c) => c.notNull())
+        .addColumn('current_version', 'integer')
+        .addColumn('has_unpublished_changes', 'integer', (c) => c.notNull())
+        .addColumn('deleted_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('documents_workspace_created').on('documents').columns(['workspace_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('documents_sha256').on('documents').column('sha256').execute();
+      await db.schema.createIndex('documents_rendition_sha256').on('documents').column('rendition_sha256').execute();
+      await db.schema
+        .createTable('document_fields')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('document_id', 'text', (c) => c.notNull().references('documents.id').onDelete('cascade'))
+        .addColumn('label', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('page_number', 'integer', (c) => c.notNull())
+        .addColumn('x', sql.raw(real), (c) => c.notNull())
+        .addColumn('y', sql.raw(real), (c) => c.notNull())
+        .addColumn('width', sql.raw(real), (c) => c.notNull())
+        .addColumn('height', sql.raw(real), (c) => c.notNull())
+        .addColumn('is_required', 'integer', (c) => c.notNull())
+        .addColumn('is_read_only', 'integer', (c) => c.notNull())
+        .addColumn('assignee_role', 'text')
+        .addColumn('default_value', 'text')
+        .addColumn('direction', 'text', (c) => c.notNull())
+        .addColumn('options', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('document_fields_document_position').on('document_fields').columns(['document_id', 'position']).execute();
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

@@ -39,6 +39,52 @@ export interface FormRow {
   updated_at: string;
 }
 
+export interface DocumentRow {
+  id: string;
+  workspace_id: string;
+  title: string;
+  status: string;
+  original_filename: string;
+  file_type: string;
+  mime_type: string;
+  size_bytes: number;
+  /** Content address of the original file in the blob store. */
+  sha256: string;
+  /** Content address of the PDF rendition of a DOCX, when LibreOffice made one. */
+  rendition_sha256: string | null;
+  page_source: string;
+  page_count: number;
+  /** JSON array of `{ width, height }` in points. */
+  page_dimensions: string;
+  current_version: number | null;
+  has_unpublished_changes: number;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DocumentFieldRow {
+  id: string;
+  document_id: string;
+  label: string;
+  type: string;
+  page_number: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  is_required: number;
+  is_read_only: number;
+  assignee_role: string | null;
+  default_value: string | null;
+  direction: string;
+  /** JSON object. */
+  options: string;
+  position: number;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -48,5 +94,7 @@ export interface Database {
   workspaces: WorkspaceRow;
   api_keys: ApiKeyRow;
   forms: FormRow;
+  documents: DocumentRow;
+  document_fields: DocumentFieldRow;
   schema_migrations: SchemaMigrationRow;
 }

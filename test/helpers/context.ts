@@ -5,6 +5,9 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.js';
+import { DiskBlobStore } from '../../src/blobs/disk.js';
+import { findSoffice, LibreOfficeConverter } from '../../src/files/libreoffice.js';
+import { PdfAnalyzer } from '../../src/files/pdf.js';
 import { normalizeGrant, type Permission } from '../../src/domain/grants.js';
 import type { RateLimiter } from '../../src/limits/limiter.js';
 import { MemoryRateLimiter } from '../../src/limits/memory.js';
@@ -21,6 +24,16 @@ import { migrate } from '../../src/store/migrations.js';
 export const TEST_DB = process.env.FORMSIGN_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
 export const TEST_REDIS_URL = process.env.FORMSIGN_TEST_REDIS_URL ?? null;
 const ADMIN_URL = process.env.FORMSIGN_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** LibreOffice for tests: off unless FORMSIGN_TEST_SOFFICE is `auto` (find it) or a path. */
+export const TEST_SOFFICE = process.env.FORMSIGN_TEST_SOFFICE ?? 'off';
+let sofficeBin: string | null | undefined;
+export function testLibreOffice(): LibreOfficeConverter | null {
+  if (TEST_SOFFICE === 'off') return null;
+  sofficeBin ??= TEST_SOFFICE === 'auto' ? findSoffice() : TEST_SOFFICE;
+  if (!sofficeBin) throw new Error('FORMSIGN_TEST_SOFFICE is set but soffice is not installed');
+  return new LibreOfficeConverter(sofficeBin);
+}
 
 export interface TestDatabase {
   store: Store;
@@ -73,6 +86,9 @@ export function createTestLimiter(limit: number, prefix = `formsign:test:${crypt
 
 export interface TestContext {
   app: FastifyInstance;
+  blobs: DiskBlobStore;
+  /** Where this context's blobs live (`blobs/`, `tmp/`). */
+  dataDir: string;
   store: Store;
   database: TestDatabase;
   limiter: RateLimiter;
@@ -87,6 +103,9 @@ export interface ContextOptions {
   database?: TestDatabase;
   limiter?: RateLimiter;
   keyCacheTtlMs?: number;
+  maxUploadBytes?: number;
+  /** A LibreOffice binary for DOCX renditions; default: none (FORMSIGN_TEST_SOFFICE=auto finds it). */
+  libreOffice?: LibreOfficeConverter | null;
 }
 
 export const ALL_GRANTS = [
@@ -104,13 +123,28 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const database = options.database ?? (await createTestDatabase());
   const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
   if (limiter instanceof RedisRateLimiter) await limiter.ready();
-  const app = await buildApp({ store: database.store, limiter, logLevel: 'silent', now: options.now, keyCacheTtlMs: options.keyCacheTtlMs });
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
+  const blobs = new DiskBlobStore(dataDir);
+  const pdf = new PdfAnalyzer();
+  const app = await buildApp({
+    store: database.store,
+    limiter,
+    blobs,
+    pdf,
+    libreOffice: options.libreOffice === undefined ? testLibreOffice() : options.libreOffice,
+    maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
+    logLevel: 'silent',
+    now: options.now,
+    keyCacheTtlMs: options.keyCacheTtlMs,
+  });
   await app.ready();
   return {
     app,
     store: database.store,
     database,
     limiter,
+    blobs,
+    dataDir,
     async key(grants, workspace = `ws-${crypto.randomBytes(4).toString('hex')}`, expiresAt = null) {
       const permissions = grants.map((g) => {
         const p = normalizeGrant(g);
@@ -122,7 +156,9 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     },
     async close() {
       await app.close();
+      await pdf.close();
       await limiter.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
       if (!options.database) await database.drop();
     },
   };

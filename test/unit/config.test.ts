@@ -16,6 +16,7 @@ describe('configuration', () => {
       maxUploadBytes: 52_428_800,
       logLevel: 'info',
       trustProxy: false,
+      soffice: 'auto',
     });
   });
 
@@ -30,6 +31,7 @@ describe('configuration', () => {
       MAX_UPLOAD_BYTES: '1024',
       LOG_LEVEL: 'WARN',
       TRUST_PROXY: 'true',
+      SOFFICE_PATH: 'off',
     });
     assert.equal(config.host, '0.0.0.0');
     assert.equal(config.port, 8080);
@@ -40,6 +42,7 @@ describe('configuration', () => {
     assert.equal(config.maxUploadBytes, 1024);
     assert.equal(config.logLevel, 'warn');
     assert.equal(config.trustProxy, true);
+    assert.equal(config.soffice, 'off');
     assert.equal(loadConfig({ DATABASE_URL: 'postgresql://x/y' }).databaseUrl, 'postgresql://x/y');
     assert.equal(loadConfig({ PORT: '' }).port, 3000, 'an empty value is unset');
   });

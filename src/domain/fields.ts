@@ -1,0 +1,115 @@
+import { invalid } from './errors.js';
+
+/** Field types of documents (API.md, Document fields). */
+export const FIELD_TYPES = [
+  'digital_signature',
+  'initials',
+  'short_text',
+  'long_text',
+  'date',
+  'email',
+  'phone',
+  'number',
+  'yes_no',
+  'checkbox',
+  'mcq',
+  'multi_select',
+  'dropdown',
+  'rating',
+  'file_upload',
+] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+export const CHOICE_FIELD_TYPES: ReadonlySet<FieldType> = new Set(['mcq', 'multi_select', 'dropdown']);
+export const DIRECTIONS = ['auto', 'ltr', 'rtl'] as const;
+export type Direction = (typeof DIRECTIONS)[number];
+
+const DEFAULT_LABELS: Record<FieldType, string> = {
+  digital_signature: 'Signature',
+  initials: 'Initials',
+  short_text: 'Text',
+  long_text: 'Text',
+  date: 'Date',
+  email: 'Email',
+  phone: 'Phone',
+  number: 'Number',
+  yes_no: 'Yes/No',
+  checkbox: 'Checkbox',
+  mcq: 'Choice',
+  multi_select: 'Choices',
+  dropdown: 'Dropdown',
+  rating: 'Rating',
+  file_upload: 'File',
+};
+
+export function defaultLabel(type: FieldType): string {
+  return DEFAULT_LABELS[type];
+}
+
+/** A field's definition, without identity and bookkeeping. */
+export interface FieldSpec {
+  label: string;
+  type: FieldType;
+  pageNumber: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  isRequired: boolean;
+  isReadOnly: boolean;
+  assigneeRole: string | null;
+  defaultValue: string | null;
+  direction: Direction;
+  options: { choices?: string[] };
+}
+
+// Fractions computed by clients (0.1 + 0.2) may overshoot 1 by a rounding error; that is not a mistake.
+const EPSILON = 1e-9;
+const DATE = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
+export const TODAY = '__today__';
+
+/**
+ * Checks a whole field against the rules of API.md and the document's page count. `path` prefixes
+ * the key in the hint (`fields[3].`), so bulk errors name the item.
+ */
+export function validateField(spec: FieldSpec, pageCount: number, path = ''): void {
+  const at = (key: string) => `${path}${key}`;
+  if (!Number.isInteger(spec.pageNumber) || spec.pageNumber < 1 || spec.pageNumber > pageCount) {
+    throw invalid(at('pageNumber'), `must be a page of the document, from 1 to ${pageCount}`);
+  }
+  for (const key of ['x', 'y', 'width', 'height'] as const) {
+    const value = spec[key];
+    if (!Number.isFinite(value) || value < 0) throw invalid(at(key), 'must be ≥ 0');
+    if (value > 1) throw invalid(at(key), 'must be ≤ 1');
+  }
+  if (spec.width <= 0) throw invalid(at('width'), 'must be > 0');
+  if (spec.height <= 0) throw invalid(at('height'), 'must be > 0');
+  if (spec.x + spec.width > 1 + EPSILON) throw invalid(at('x'), `x + width must be ≤ 1 (is ${spec.x + spec.width})`);
+  if (spec.y + spec.height > 1 + EPSILON) throw invalid(at('y'), `y + height must be ≤ 1 (is ${spec.y + spec.height})`);
+  if (spec.label.trim().length === 0) throw invalid(at('label'), 'must not be blank');
+
+  const choices = spec.options.choices;
+  if (CHOICE_FIELD_TYPES.has(spec.type)) {
+    if (!choices || choices.length === 0) throw invalid(at('options.choices'), `is required for type ${spec.type}: a non-empty list of choices`);
+    choices.forEach((choice, i) => {
+      if (choice.trim().length === 0) throw invalid(at(`options.choices[${i}]`), 'must not be blank');
+    });
+    if (new Set(choices).size !== choices.length) throw invalid(at('options.choices'), 'must not repeat a choice');
+  } else if (choices !== undefined) {
+    throw invalid(at('options.choices'), `is only for the types ${[...CHOICE_FIELD_TYPES].join(', ')}`);
+  }
+
+  const value = spec.defaultValue;
+  if (value !== null) {
+    if (value === TODAY && spec.type !== 'date') throw invalid(at('defaultValue'), `"${TODAY}" is only for date fields`);
+    if (spec.type === 'date' && value !== TODAY && (!DATE.test(value) || Number.isNaN(Date.parse(value)))) {
+      throw invalid(at('defaultValue'), `must be a date YYYY-MM-DD or "${TODAY}" for a date field`);
+    }
+    if ((spec.type === 'mcq' || spec.type === 'dropdown') && !choices?.includes(value)) {
+      throw invalid(at('defaultValue'), 'must be one of options.choices');
+    }
+    if (spec.type === 'digital_signature' || spec.type === 'initials' || spec.type === 'file_upload') {
+      throw invalid(at('defaultValue'), `a ${spec.type} field cannot have a default value`);
+    }
+  }
+}

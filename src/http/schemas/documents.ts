@@ -1,0 +1,124 @@
+import { Type } from 'typebox';
+import { paginationQuery } from '../pagination.js';
+import { Id, Nullable, Timestamp } from './common.js';
+import { FormStatus } from './forms.js';
+
+const FieldTypeSchema = Type.Union(
+  [
+    'digital_signature', 'initials', 'short_text', 'long_text', 'date', 'email', 'phone', 'number',
+    'yes_no', 'checkbox', 'mcq', 'multi_select', 'dropdown', 'rating', 'file_upload',
+  ].map((t) => Type.Literal(t)),
+);
+const DirectionSchema = Type.Union([Type.Literal('auto'), Type.Literal('ltr'), Type.Literal('rtl')]);
+const Fraction = Type.Number({ minimum: 0, maximum: 1 });
+const FieldOptions = Type.Object(
+  { choices: Type.Optional(Type.Array(Type.String({ maxLength: 500 }), { minItems: 1, maxItems: 500 })) },
+  { additionalProperties: false },
+);
+const Label = Type.String({ minLength: 1, maxLength: 200 });
+const Role = Nullable(Type.String({ minLength: 1, maxLength: 100 }));
+const DefaultValue = Nullable(Type.String({ maxLength: 1000 }));
+const Order = Type.Integer({ minimum: 0, description: '0-based position; past the end means the end' });
+
+export const PageDimension = Type.Object({ width: Type.Number(), height: Type.Number() });
+
+export const DocumentSchema = Type.Object(
+  {
+    id: Id,
+    workspaceId: Id,
+    title: Type.String(),
+    status: FormStatus,
+    originalFilename: Type.String(),
+    fileType: Type.Union([Type.Literal('pdf'), Type.Literal('docx')]),
+    sizeBytes: Type.Integer({ minimum: 0 }),
+    sha256: Type.String(),
+    pageCount: Type.Integer({ minimum: 1 }),
+    pageDimensions: Type.Array(PageDimension),
+    pageSource: Type.Union([Type.Literal('pdf'), Type.Literal('rendition'), Type.Literal('docx_metadata')], {
+      description: 'Where the page count and sizes come from: the PDF, the LibreOffice rendition of a DOCX, or docProps/app.xml of a DOCX',
+    }),
+    currentVersion: Nullable(Type.Integer({ minimum: 1 })),
+    hasUnpublishedChanges: Type.Boolean(),
+    originalUrl: Type.String(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { title: 'Document' },
+);
+
+export const FieldSchema = Type.Object(
+  {
+    id: Id,
+    documentId: Id,
+    label: Type.String(),
+    type: FieldTypeSchema,
+    pageNumber: Type.Integer({ minimum: 1 }),
+    x: Type.Number(),
+    y: Type.Number(),
+    width: Type.Number(),
+    height: Type.Number(),
+    isRequired: Type.Boolean(),
+    isReadOnly: Type.Boolean(),
+    assigneeRole: Nullable(Type.String()),
+    defaultValue: Nullable(Type.String()),
+    direction: DirectionSchema,
+    options: Type.Object({ choices: Type.Optional(Type.Array(Type.String())) }),
+    order: Type.Integer({ minimum: 0 }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { title: 'DocumentField' },
+);
+
+export const DocumentWithFields = Type.Intersect([DocumentSchema, Type.Object({ fields: Type.Array(FieldSchema) })]);
+
+const fieldProperties = {
+  label: Type.Optional(Label),
+  type: FieldTypeSchema,
+  pageNumber: Type.Integer({ minimum: 1 }),
+  x: Fraction,
+  y: Fraction,
+  width: Fraction,
+  height: Fraction,
+  isRequired: Type.Optional(Type.Boolean()),
+  isReadOnly: Type.Optional(Type.Boolean()),
+  assigneeRole: Type.Optional(Role),
+  defaultValue: Type.Optional(DefaultValue),
+  direction: Type.Optional(DirectionSchema),
+  options: Type.Optional(FieldOptions),
+};
+
+export const CreateFieldBody = Type.Object({ ...fieldProperties, order: Type.Optional(Order) }, { additionalProperties: false });
+export const BulkFieldItem = Type.Object(fieldProperties, { additionalProperties: false });
+export const BulkFieldsBody = Type.Object(
+  { fields: Type.Array(BulkFieldItem, { minItems: 1, maxItems: 500 }) },
+  { additionalProperties: false },
+);
+export const UpdateFieldBody = Type.Object(
+  {
+    label: Type.Optional(Label),
+    type: Type.Optional(FieldTypeSchema),
+    pageNumber: Type.Optional(Type.Integer({ minimum: 1 })),
+    x: Type.Optional(Fraction),
+    y: Type.Optional(Fraction),
+    width: Type.Optional(Fraction),
+    height: Type.Optional(Fraction),
+    isRequired: Type.Optional(Type.Boolean()),
+    isReadOnly: Type.Optional(Type.Boolean()),
+    assigneeRole: Type.Optional(Role),
+    defaultValue: Type.Optional(DefaultValue),
+    direction: Type.Optional(DirectionSchema),
+    options: Type.Optional(FieldOptions),
+    order: Type.Optional(Order),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateDocumentBody = Type.Object(
+  { title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(FormStatus) },
+  { additionalProperties: false },
+);
+
+export const ListDocumentsQuery = Type.Object({ ...paginationQuery, status: Type.Optional(FormStatus) }, { additionalProperties: false });
+export const DocumentParams = Type.Object({ id: Type.String() });
+export const FieldParams = Type.Object({ id: Type.String(), fid: Type.String() });

@@ -1,0 +1,205 @@
+import type { Kysely } from 'kysely';
+import { AppError, notFound } from '../domain/errors.js';
+import type { Direction, FieldSpec, FieldType } from '../domain/fields.js';
+import { assertForwardTransition, type Status } from '../domain/status.js';
+import type { Store } from './db.js';
+import type { Page } from './forms.js';
+import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
+import { forUpdate } from './tx.js';
+
+export interface DocumentFile {
+  fileType: 'pdf' | 'docx';
+  mimeType: string;
+  sha256: string;
+  sizeBytes: number;
+  renditionSha256: string | null;
+  pageSource: string;
+  pageCount: number;
+  pageDimensions: Array<{ width: number; height: number }>;
+}
+
+export interface DocumentView {
+  id: string;
+  workspaceId: string;
+  title: string;
+  status: Status;
+  originalFilename: string;
+  fileType: 'pdf' | 'docx';
+  sizeBytes: number;
+  sha256: string;
+  pageCount: number;
+  pageDimensions: Array<{ width: number; height: number }>;
+  pageSource: string;
+  currentVersion: number | null;
+  hasUnpublishedChanges: boolean;
+  originalUrl: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface FieldView extends FieldSpec {
+  id: string;
+  documentId: string;
+  order: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toDocument(row: DocumentRow): DocumentView {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    title: row.title,
+    status: row.status as Status,
+    originalFilename: row.original_filename,
+    fileType: row.file_type as 'pdf' | 'docx',
+    sizeBytes: Number(row.size_bytes),
+    sha256: row.sha256,
+    pageCount: Number(row.page_count),
+    pageDimensions: JSON.parse(row.page_dimensions) as Array<{ width: number; height: number }>,
+    pageSource: row.page_source,
+    currentVersion: row.current_version === null ? null : Number(row.current_version),
+    hasUnpublishedChanges: Boolean(row.has_unpublished_changes),
+    originalUrl: `/api/v1/documents/${row.id}/file`,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toField(row: DocumentFieldRow): FieldView {
+  return {
+    id: row.id,
+    documentId: row.document_id,
+    label: row.label,
+    type: row.type as FieldType,
+    pageNumber: Number(row.page_number),
+    x: Number(row.x),
+    y: Number(row.y),
+    width: Number(row.width),
+    height: Number(row.height),
+    isRequired: Boolean(row.is_required),
+    isReadOnly: Boolean(row.is_read_only),
+    assigneeRole: row.assignee_role,
+    defaultValue: row.default_value,
+    direction: row.direction as Direction,
+    options: JSON.parse(row.options) as FieldSpec['options'],
+    order: Number(row.position),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function liveDocuments(db: Kysely<Database>, workspaceId: string) {
+  return db.selectFrom('documents').where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
+}
+
+export async function insertDocument(db: Kysely<Database>, row: DocumentRow): Promise<DocumentView> {
+  await db.insertInto('documents').values(row).execute();
+  return toDocument(row);
+}
+
+export async function getDocumentRow(db: Kysely<Database>, workspaceId: string, id: string): Promise<DocumentRow> {
+  const row = await liveDocuments(db, workspaceId).selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Document');
+  return row;
+}
+
+export async function listFields(db: Kysely<Database>, documentId: string): Promise<FieldView[]> {
+  const rows = await db.selectFrom('document_fields').selectAll().where('document_id', '=', documentId).orderBy('position').execute();
+  return rows.map(toField);
+}
+
+export async function listDocuments(
+  db: Kysely<Database>,
+  workspaceId: string,
+  filter: { status?: Status },
+  page: Page,
+): Promise<{ items: DocumentView[]; total: number }> {
+  let query = liveDocuments(db, workspaceId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  const [count, rows] = await Promise.all([
+    query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
+    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+  ]);
+  return { items: rows.map(toDocument), total: Number(count.n) };
+}
+
+export async function updateDocument(
+  store: Store,
+  workspaceId: string,
+  id: string,
+  patch: { title?: string; status?: Status },
+): Promise<DocumentView> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', id), store.dialect).executeTakeFirst();
+    if (!row) throw notFound('Document');
+    const current = row.status as Status;
+    if (patch.status !== undefined) {
+      assertForwardTransition('document', current, patch.status);
+      if (patch.status === 'published' && current !== 'published') {
+        throw new AppError('invalid_status_transition', 'Publishing documents is not available in this version of the service; the document stays a draft.');
+      }
+    }
+    if (current === 'archived' && patch.title !== undefined) {
+      throw new AppError('document_not_editable', 'This document is archived and read only.');
+    }
+    const changes: Partial<DocumentRow> = {};
+    if (patch.title !== undefined && patch.title !== row.title) {
+      changes.title = patch.title;
+      changes.has_unpublished_changes = 1;
+    }
+    if (patch.status !== undefined && patch.status !== current) changes.status = patch.status;
+    if (Object.keys(changes).length === 0) return toDocument(row);
+    changes.updated_at = new Date().toISOString();
+    await trx.updateTable('documents').set(changes).where('id', '=', id).execute();
+    return toDocument({ ...row, ...changes });
+  });
+}
+
+/**
+ * Soft delete hides the document; permanent delete removes its rows and answers the blobs that no
+ * other document still refers to, for the caller to remove once the transaction is committed.
+ */
+export async function deleteDocument(store: Store, workspaceId: string, id: string, permanent: boolean): Promise<string[]> {
+  if (!permanent) {
+    const result = await store.db
+      .updateTable('documents')
+      .set({ deleted_at: new Date().toISOString() })
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) throw notFound('Document');
+    return [];
+  }
+  return store.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('documents')
+      .select(['sha256', 'rendition_sha256'])
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!row) throw notFound('Document');
+    await trx.deleteFrom('documents').where('id', '=', id).execute();
+    const hashes = [row.sha256, row.rendition_sha256].filter((h): h is string => h !== null);
+    return unreferenced(trx, hashes);
+  });
+}
+
+/** The hashes among `hashes` that no document refers to any more. */
+export async function unreferenced(db: Kysely<Database>, hashes: string[]): Promise<string[]> {
+  if (hashes.length === 0) return [];
+  const used = await db
+    .selectFrom('documents')
+    .select(['sha256', 'rendition_sha256'])
+    .where((eb) => eb.or([eb('sha256', 'in', hashes), eb('rendition_sha256', 'in', hashes)]))
+    .execute();
+  const inUse = new Set(used.flatMap((r) => [r.sha256, r.rendition_sha256]));
+  return hashes.filter((h) => !inUse.has(h));
+}
+
+/** Every blob hash a row refers to (for the start-up sweep). */
+export async function referencedBlobs(db: Kysely<Database>): Promise<Set<string>> {
+  const rows = await db.selectFrom('documents').select(['sha256', 'rendition_sha256']).execute();
+  return new Set(rows.flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null));
+}

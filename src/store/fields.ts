@@ -1,0 +1,148 @@
+import type { Kysely, Transaction } from 'kysely';
+import { AppError, notFound } from '../domain/errors.js';
+import { defaultLabel, validateField, type FieldSpec } from '../domain/fields.js';
+import { newId } from '../domain/ids.js';
+import type { Store } from './db.js';
+import { liveDocuments, toField, type FieldView } from './documents.js';
+import { clampPosition, closeGap, countSiblings, openGap, shiftBetween, type Siblings } from './ordering.js';
+import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
+import { forUpdate } from './tx.js';
+
+/** A field as a client sends it: the type and the box are required, the rest has defaults. */
+export type FieldInput = Pick<FieldSpec, 'type' | 'pageNumber' | 'x' | 'y' | 'width' | 'height'> &
+  Partial<Omit<FieldSpec, 'type' | 'pageNumber' | 'x' | 'y' | 'width' | 'height'>> & { order?: number };
+
+export type FieldPatch = Partial<FieldSpec> & { order?: number };
+
+function siblings(documentId: string): Siblings {
+  return { table: 'document_fields', parentColumn: 'document_id', parentId: documentId };
+}
+
+export function withDefaults(input: FieldInput): FieldSpec {
+  return {
+    label: input.label ?? defaultLabel(input.type),
+    type: input.type,
+    pageNumber: input.pageNumber,
+    x: input.x,
+    y: input.y,
+    width: input.width,
+    height: input.height,
+    isRequired: input.isRequired ?? false,
+    isReadOnly: input.isReadOnly ?? false,
+    assigneeRole: input.assigneeRole ?? null,
+    defaultValue: input.defaultValue ?? null,
+    direction: input.direction ?? 'auto',
+    options: input.options ?? {},
+  };
+}
+
+function toRow(id: string, documentId: string, spec: FieldSpec, position: number, createdAt: string, updatedAt: string): DocumentFieldRow {
+  return {
+    id,
+    document_id: documentId,
+    label: spec.label,
+    type: spec.type,
+    page_number: spec.pageNumber,
+    x: spec.x,
+    y: spec.y,
+    width: spec.width,
+    height: spec.height,
+    is_required: spec.isRequired ? 1 : 0,
+    is_read_only: spec.isReadOnly ? 1 : 0,
+    assignee_role: spec.assigneeRole,
+    default_value: spec.defaultValue,
+    direction: spec.direction,
+    options: JSON.stringify(spec.options),
+    position,
+    created_at: createdAt,
+    updated_at: updatedAt,
+  };
+}
+
+/**
+ * Runs `work` in a transaction holding the document's row lock, after checking that the document
+ * exists in the workspace and is not archived; marks the draft changed afterwards.
+ */
+async function editDocument<T>(
+  store: Store,
+  workspaceId: string,
+  documentId: string,
+  work: (trx: Transaction<Database>, document: DocumentRow) => Promise<T>,
+): Promise<T> {
+  return store.db.transaction().execute(async (trx) => {
+    const document = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', documentId), store.dialect).executeTakeFirst();
+    if (!document) throw notFound('Document');
+    if (document.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only: its fields cannot change.');
+    const result = await work(trx, document);
+    await trx
+      .updateTable('documents')
+      .set({ has_unpublished_changes: 1, updated_at: new Date().toISOString() })
+      .where('id', '=', documentId)
+      .execute();
+    return result;
+  });
+}
+
+/**
+ * Creates fields, all or none. With one input its `order` places it (the others shift); a bulk
+ * create appends in the order given. `pathOf(i)` names an item in hints (`fields[3].`).
+ */
+export async function createFields(
+  store: Store,
+  workspaceId: string,
+  documentId: string,
+  inputs: FieldInput[],
+  pathOf: (i: number) => string = () => '',
+): Promise<FieldView[]> {
+  return editDocument(store, workspaceId, documentId, async (trx, document) => {
+    const specs = inputs.map((input, i) => {
+      const spec = withDefaults(input);
+      validateField(spec, Number(document.page_count), pathOf(i));
+      return spec;
+    });
+    const count = await countSiblings(trx, siblings(documentId));
+    let position = inputs.length === 1 ? clampPosition(inputs[0]!.order, count) : count;
+    if (position < count) await openGap(trx, siblings(documentId), position);
+    const now = new Date().toISOString();
+    const rows = specs.map((spec) => toRow(newId(), documentId, spec, position++, now, now));
+    for (let i = 0; i < rows.length; i += 100) await trx.insertInto('document_fields').values(rows.slice(i, i + 100)).execute();
+    return rows.map(toField);
+  });
+}
+
+export async function listDocumentFields(db: Kysely<Database>, workspaceId: string, documentId: string): Promise<FieldView[]> {
+  const document = await liveDocuments(db, workspaceId).select('id').where('id', '=', documentId).executeTakeFirst();
+  if (!document) throw notFound('Document');
+  const rows = await db.selectFrom('document_fields').selectAll().where('document_id', '=', documentId).orderBy('position').execute();
+  return rows.map(toField);
+}
+
+export async function updateField(store: Store, workspaceId: string, documentId: string, fieldId: string, patch: FieldPatch): Promise<FieldView> {
+  return editDocument(store, workspaceId, documentId, async (trx, document) => {
+    const row = await trx.selectFrom('document_fields').selectAll().where('document_id', '=', documentId).where('id', '=', fieldId).executeTakeFirst();
+    if (!row) throw notFound('Field');
+    const current = toField(row);
+    const { order, ...changes } = patch;
+    const merged: FieldSpec = { ...current, ...changes, options: changes.options ?? current.options };
+    // Checked whole: a change of type away from a choice type must also send `options` without choices.
+    validateField(merged, Number(document.page_count));
+    let position = current.order;
+    if (order !== undefined) {
+      const count = await countSiblings(trx, siblings(documentId));
+      position = Math.min(clampPosition(order, count), count - 1);
+      await shiftBetween(trx, siblings(documentId), current.order, position);
+    }
+    const updated = toRow(row.id, documentId, merged, position, row.created_at, new Date().toISOString());
+    await trx.updateTable('document_fields').set(updated).where('id', '=', fieldId).execute();
+    return toField(updated);
+  });
+}
+
+export async function deleteField(store: Store, workspaceId: string, documentId: string, fieldId: string): Promise<void> {
+  await editDocument(store, workspaceId, documentId, async (trx) => {
+    const row = await trx.selectFrom('document_fields').select(['position']).where('document_id', '=', documentId).where('id', '=', fieldId).executeTakeFirst();
+    if (!row) throw notFound('Field');
+    await trx.deleteFrom('document_fields').where('id', '=', fieldId).execute();
+    await closeGap(trx, siblings(documentId), Number(row.position));
+  });
+}
