@@ -20,8 +20,13 @@ export class PdfAnalyzer {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const url = new URL(import.meta.url.endsWith('.ts') ? './pdf-worker.ts' : './pdf-worker.js', import.meta.url);
-    const worker = new Worker(url, { execArgv: import.meta.url.endsWith('.ts') ? ['--import', 'tsx'] : [] });
+    const worker = import.meta.url.endsWith('.ts')
+      ? // Running from source (tests, under tsx): the worker needs the TypeScript loader too.
+        new Worker(
+          `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL('./pdf-worker.ts', import.meta.url).href)}); });`,
+          { eval: true },
+        )
+      : new Worker(new URL('./pdf-worker.js', import.meta.url));
     worker.unref();
     worker.on('message', (reply: PdfReply) => {
       const waiting = this.pending.get(reply.id);

@@ -1,0 +1,284 @@
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { TEST_SOFFICE, bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { corpusFiles, filesUnder, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
+
+const DOCS = '/api/v1/documents';
+const ALL = ['documents:read', 'documents:write', 'documents:delete'];
+
+describe('documents', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+
+  before(async () => {
+    ctx = await createTestContext();
+    headers = bearer(await ctx.key(ALL, 'docs'));
+  });
+  after(() => ctx.close());
+
+  function upload(parts: Part[], h = headers) {
+    const body = multipart(parts);
+    return ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...h, ...body.headers }, payload: body.payload });
+  }
+  const file = (data: Buffer | string, filename = 'contract.pdf'): Part => ({ name: 'file', data, filename });
+
+  async function rowCount(): Promise<number> {
+    const r = await ctx.store.db.selectFrom('documents').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  it('reads every corpus PDF: page count and visible page sizes match the truth files', async () => {
+    for (const form of corpusFiles()) {
+      const res = await upload([file(fs.readFileSync(form.file), `${form.name}.pdf`)]);
+      assert.equal(res.statusCode, 201, `${form.name}: ${res.body}`);
+      const doc = res.json().data;
+      assert.equal(doc.pageCount, form.pages.length, form.name);
+      assert.equal(doc.fileType, 'pdf');
+      assert.equal(doc.pageSource, 'pdf');
+      form.pages.forEach((page, i) => {
+        assert.ok(Math.abs(doc.pageDimensions[i].width - page.width) < 0.01, `${form.name} p${i + 1} width ${doc.pageDimensions[i].width} vs ${page.width}`);
+        assert.ok(Math.abs(doc.pageDimensions[i].height - page.height) < 0.01, `${form.name} p${i + 1} height`);
+      });
+    }
+  });
+
+  it('answers the contract shape; the stored file is the uploaded bytes; the title defaults to the file name', async () => {
+    const pdf = await makePdf([{ width: 612, height: 792 }, { width: 595, height: 842 }]);
+    const res = await upload([file(pdf, 'Service Agreement.pdf')]);
+    assert.equal(res.statusCode, 201);
+    const doc = res.json().data;
+    assert.equal(res.headers.location, `${DOCS}/${doc.id}`);
+    assert.deepEqual(Object.keys(doc).sort(), [
+      'createdAt', 'currentVersion', 'fileType', 'hasUnpublishedChanges', 'id', 'originalFilename', 'originalUrl',
+      'pageCount', 'pageDimensions', 'pageSource', 'sha256', 'sizeBytes', 'status', 'title', 'updatedAt', 'workspaceId',
+    ]);
+    assert.equal(doc.title, 'Service Agreement.pdf');
+    assert.equal(doc.originalFilename, 'Service Agreement.pdf');
+    assert.equal(doc.status, 'draft');
+    assert.equal(doc.sizeBytes, pdf.length);
+    assert.equal(doc.sha256, crypto.createHash('sha256').update(pdf).digest('hex'));
+    assert.deepEqual(doc.pageDimensions, [{ width: 612, height: 792 }, { width: 595, height: 842 }]);
+    assert.equal(doc.currentVersion, null);
+    assert.equal(doc.hasUnpublishedChanges, true);
+    assert.equal(doc.originalUrl, `${DOCS}/${doc.id}/file`);
+
+    const got = await ctx.app.inject({ method: 'GET', url: `${DOCS}/${doc.id}`, headers });
+    assert.deepEqual(got.json().data, { ...doc, fields: [] });
+    const download = await ctx.app.inject({ method: 'GET', url: doc.originalUrl, headers });
+    assert.equal(download.statusCode, 200);
+    assert.equal(download.headers['content-type'], 'application/pdf');
+    assert.equal(download.headers['content-length'], String(pdf.length));
+    assert.equal(download.headers['content-disposition'], `attachment; filename="Service Agreement.pdf"; filename*=UTF-8''Service%20Agreement.pdf`);
+    assert.ok(download.rawPayload.equals(pdf));
+  });
+
+  it('takes a title part, in either order, and makes a hostile file name safe', async () => {
+    const pdf = await makePdf([{ width: 300, height: 300 }]);
+    const after = await upload([file(pdf, '../../etc/na\\"me ü.pdf'), { name: 'title', data: '  NDA 2026  ' }]);
+    assert.equal(after.statusCode, 201, after.body);
+    const doc = after.json().data;
+    assert.equal(doc.title, 'NDA 2026');
+    assert.equal(doc.originalFilename, 'na"me ü.pdf');
+    const dl = await ctx.app.inject({ method: 'GET', url: doc.originalUrl, headers });
+    assert.equal(dl.headers['content-disposition'], `attachment; filename="na_me _.pdf"; filename*=UTF-8''na%22me%20%C3%BC.pdf`);
+    const before = await upload([{ name: 'title', data: 'First' }, file(pdf)]);
+    assert.equal(before.json().data.title, 'First');
+    for (const [title, hint] of [['   ', /title: must not be blank/], ['t'.repeat(201), /title: must be at most 200/]] as const) {
+      const res = await upload([file(pdf), { name: 'title', data: title }]);
+      assert.equal(res.statusCode, 400);
+      assert.match(res.json().hint, hint);
+    }
+  });
+
+  it('handles rotated pages and offset crop boxes', async () => {
+    const pdf = await makePdf([
+      { width: 612, height: 792, rotate: 90 },
+      { width: 612, height: 792, cropBox: [36, 36, 540, 700] },
+      { width: 612, height: 792, rotate: 180 },
+    ]);
+    const doc = (await upload([file(pdf)])).json().data;
+    assert.deepEqual(doc.pageDimensions, [{ width: 792, height: 612 }, { width: 540, height: 700 }, { width: 612, height: 792 }]);
+  });
+
+  it(`reads a DOCX (${TEST_SOFFICE === 'off' ? 'page count from docProps/app.xml' : 'page count from the LibreOffice rendition'})`, async () => {
+    const docx = await makeDocx({ pages: 3, pageSize: { w: 11906, h: 16838 } });
+    const res = await upload([file(docx, 'contract.docx')]);
+    assert.equal(res.statusCode, 201, res.body);
+    const doc = res.json().data;
+    assert.equal(doc.fileType, 'docx');
+    assert.equal(doc.pageCount, 3);
+    if (TEST_SOFFICE === 'off') {
+      assert.equal(doc.pageSource, 'docx_metadata');
+      assert.deepEqual(doc.pageDimensions, Array(3).fill({ width: 595.3, height: 841.9 }));
+    } else {
+      assert.equal(doc.pageSource, 'rendition');
+      for (const page of doc.pageDimensions) {
+        assert.ok(Math.abs(page.width - 595.3) < 1 && Math.abs(page.height - 841.9) < 1, JSON.stringify(page));
+      }
+      const row = await ctx.store.db.selectFrom('documents').select(['rendition_sha256']).where('id', '=', doc.id).executeTakeFirstOrThrow();
+      assert.ok(row.rendition_sha256, 'the rendition is stored');
+      assert.ok(filesUnder(path.join(ctx.dataDir, 'blobs')).some((f) => f.endsWith(row.rendition_sha256!)));
+    }
+    const dl = await ctx.app.inject({ method: 'GET', url: doc.originalUrl, headers });
+    assert.equal(dl.headers['content-type'], 'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
+    assert.ok(dl.rawPayload.equals(docx));
+    if (TEST_SOFFICE === 'off') {
+      const noMeta = (await upload([file(await makeDocx({ pages: null, pageSize: null }), 'bare.docx')])).json().data;
+      assert.equal(noMeta.pageCount, 1);
+      assert.deepEqual(noMeta.pageDimensions, [{ width: 612, height: 792 }]);
+    }
+  });
+
+  describe('hostile and broken uploads get their status and leave no row and no file', () => {
+    const cases: Array<[string, () => Promise<Part[]>, number, string]> = [
+      ['a 0-byte file', async () => [file(Buffer.alloc(0))], 415, 'unsupported_file_type'],
+      ['text named .pdf', async () => [file('just some text, not a PDF at all\n')], 415, 'unsupported_file_type'],
+      ['a PDF signature with nothing behind it', async () => [file('%PDF-1.7\n')], 422, 'unreadable_document'],
+      ['a truncated PDF', async () => {
+        const whole = fs.readFileSync(corpusFiles()[0]!.file);
+        return [file(whole.subarray(0, Math.floor(whole.length / 2)))];
+      }, 422, 'unreadable_document'],
+      ['a PDF with garbage in the middle', async () => {
+        const pdf = await makePdf([{ width: 612, height: 792 }]);
+        const broken = Buffer.concat([pdf.subarray(0, 20), Buffer.alloc(pdf.length - 200, 0x41), pdf.subarray(pdf.length - 180)]);
+        return [file(broken)];
+      }, 422, 'unreadable_document'],
+      ['a password-protected PDF', async () => [file(await makePdf([{ width: 612, height: 792 }], { userPassword: 'secret' }))], 422, 'unreadable_document'],
+      ['a ZIP that is not a DOCX', async () => [file(await makeZip([{ name: 'hello.txt', data: 'hi' }]), 'x.docx')], 415, 'unsupported_file_type'],
+      ['a ZIP bomb in a DOCX (1000:1)', async () => [file(await makeDocx({ extra: [{ name: 'word/media/image1.bin', data: Buffer.alloc(20 * 1024 * 1024) }] }), 'bomb.docx')], 422, 'unreadable_document'],
+      ['a DOCX whose document declares an external entity', async () => [
+        file(await makeDocx({ documentXml: '<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&xxe;</w:t></w:r></w:p></w:body></w:document>' }), 'xxe.docx'),
+      ], 422, 'unreadable_document'],
+      ['a DOCX whose metadata declares entities', async () => [
+        file(await makeDocx({ extra: [{ name: 'docProps/custom.xml', data: '<?xml version="1.0"?><!DOCTYPE lol [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><Properties>&b;</Properties>' }] }), 'lol.docx'),
+      ], 422, 'unreadable_document'],
+      ['no file part', async () => [{ name: 'title', data: 'No file' }], 400, 'validation_failed'],
+      ['a file under another part name', async () => [{ name: 'document', data: '%PDF-1.4', filename: 'a.pdf' }], 400, 'validation_failed'],
+      ['two file parts', async () => {
+        const pdf = await makePdf([{ width: 612, height: 792 }]);
+        return [file(pdf), file(pdf)];
+      }, 400, 'validation_failed'],
+      ['an unknown text part', async () => [file(await makePdf([{ width: 612, height: 792 }])), { name: 'colour', data: 'red' }], 400, 'validation_failed'],
+    ];
+    for (const [name, build, status, code] of cases) {
+      it(name, async () => {
+        const rows = await rowCount();
+        const blobsBefore = filesUnder(path.join(ctx.dataDir, 'blobs'));
+        const res = await upload(await build());
+        assert.equal(res.statusCode, status, res.body);
+        assert.equal(res.json().code, code);
+        assert.equal(res.json().success, false);
+        assert.equal(await rowCount(), rows, 'no row');
+        assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'blobs')), blobsBefore, 'no blob');
+        assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'tmp')), [], 'no temporary file');
+      });
+    }
+
+    it('a body that is not multipart is 415', async () => {
+      const json = await ctx.app.inject({ method: 'POST', url: DOCS, headers, payload: { file: 'x' } });
+      assert.equal(json.statusCode, 415);
+      assert.equal(json.json().code, 'unsupported_media_type');
+      const octets = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, 'content-type': 'application/pdf' }, payload: '%PDF-1.4' });
+      assert.equal(octets.statusCode, 415);
+      assert.equal(octets.json().code, 'unsupported_media_type');
+    });
+  });
+
+  it('accepts a file of exactly MAX_UPLOAD_BYTES and refuses one byte more with 413, keeping nothing', async () => {
+    const pdf = await makePdf([{ width: 612, height: 792 }]);
+    const small = await createTestContext({ database: ctx.database, maxUploadBytes: pdf.length });
+    try {
+      const h = bearer(await small.key(ALL));
+      const send = (data: Buffer) => {
+        const body = multipart([file(data)]);
+        return small.app.inject({ method: 'POST', url: DOCS, headers: { ...h, ...body.headers }, payload: body.payload });
+      };
+      const exact = await send(pdf);
+      assert.equal(exact.statusCode, 201, exact.body);
+      const blobs = filesUnder(path.join(small.dataDir, 'blobs'));
+      const over = await send(Buffer.concat([pdf, Buffer.from('\n')]));
+      assert.equal(over.statusCode, 413);
+      assert.equal(over.json().code, 'file_too_large');
+      assert.match(over.json().hint, new RegExp(`larger than ${pdf.length} bytes`));
+      assert.deepEqual(filesUnder(path.join(small.dataDir, 'blobs')), blobs);
+      assert.deepEqual(filesUnder(path.join(small.dataDir, 'tmp')), []);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('lists newest first with status filter and pagination; updates title and status forward only', async () => {
+    const h = bearer(await ctx.key(ALL));
+    const pdf = await makePdf([{ width: 612, height: 792 }]);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await upload([file(pdf), { name: 'title', data: `Doc ${i}` }], h)).json().data.id);
+    const list = (await ctx.app.inject({ method: 'GET', url: `${DOCS}?limit=2`, headers: h })).json();
+    assert.deepEqual(list.meta, { total: 3, page: 1, limit: 2 });
+    assert.deepEqual(list.data.map((d: { id: string }) => d.id), [ids[2], ids[1]]);
+    const put = (id: string, payload: object) => ctx.app.inject({ method: 'PUT', url: `${DOCS}/${id}`, headers: h, payload });
+    const renamed = await put(ids[0]!, { title: 'Renamed' });
+    assert.equal(renamed.json().data.title, 'Renamed');
+    assert.equal((await put(ids[0]!, { status: 'published' })).json().code, 'invalid_status_transition');
+    assert.equal((await put(ids[0]!, { status: 'archived' })).json().data.status, 'archived');
+    assert.equal((await put(ids[0]!, { status: 'draft' })).json().code, 'invalid_status_transition');
+    assert.equal((await put(ids[0]!, { title: 'x' })).json().code, 'document_not_editable');
+    assert.equal((await put(ids[0]!, { pageCount: 3 })).statusCode, 400);
+    const archived = (await ctx.app.inject({ method: 'GET', url: `${DOCS}?status=archived`, headers: h })).json();
+    assert.deepEqual(archived.data.map((d: { id: string }) => d.id), [ids[0]]);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}?page=0`, headers: h })).json().code, 'invalid_pagination');
+  });
+
+  it('soft delete hides; permanent delete removes rows and the file, but keeps a file another document shares', async () => {
+    const h = bearer(await ctx.key(ALL));
+    const pdf = await makePdf([{ width: 200, height: 200 }, { width: 200, height: 200 }]);
+    const sha = crypto.createHash('sha256').update(pdf).digest('hex');
+    const a = (await upload([file(pdf)], h)).json().data;
+    const b = (await upload([file(pdf)], h)).json().data;
+    const blobExists = () => filesUnder(path.join(ctx.dataDir, 'blobs')).some((f) => f.endsWith(sha));
+    await ctx.app.inject({ method: 'POST', url: `${DOCS}/${a.id}/fields`, headers: h, payload: { type: 'date', pageNumber: 1, x: 0, y: 0, width: 0.1, height: 0.1 } });
+
+    assert.equal((await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${a.id}`, headers: h })).statusCode, 200);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${a.id}`, headers: h })).statusCode, 404);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${a.id}/file`, headers: h })).statusCode, 404);
+    assert.ok(blobExists());
+    assert.equal((await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${a.id}?permanent=true`, headers: h })).statusCode, 200);
+    assert.equal(await ctx.store.db.selectFrom('document_fields').select('id').where('document_id', '=', a.id).executeTakeFirst(), undefined);
+    assert.ok(blobExists(), 'b still uses the file');
+    assert.equal((await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${b.id}?permanent=true`, headers: h })).statusCode, 200);
+    assert.ok(!blobExists(), 'the last user is gone, so is the file');
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${b.id}`, headers: h })).statusCode, 404);
+  });
+
+  it('needs the right grants and hides other workspaces entirely', async () => {
+    const pdf = await makePdf([{ width: 612, height: 792 }]);
+    const mine = (await upload([file(pdf)])).json().data;
+    const other = bearer(await ctx.key(ALL, 'someone-else'));
+    for (const [method, url] of [
+      ['GET', `${DOCS}/${mine.id}`],
+      ['GET', `${DOCS}/${mine.id}/file`],
+      ['PUT', `${DOCS}/${mine.id}`],
+      ['DELETE', `${DOCS}/${mine.id}`],
+      ['DELETE', `${DOCS}/${mine.id}?permanent=true`],
+      ['GET', `${DOCS}/${mine.id}/fields`],
+      ['POST', `${DOCS}/${mine.id}/fields`],
+      ['POST', `${DOCS}/${mine.id}/fields/bulk`],
+    ] as const) {
+      const payload = method === 'PUT' ? { title: 'x' } : url.endsWith('/bulk') ? { fields: [{ type: 'date', pageNumber: 1, x: 0, y: 0, width: 0.1, height: 0.1 }] } : method === 'POST' ? { type: 'date', pageNumber: 1, x: 0, y: 0, width: 0.1, height: 0.1 } : undefined;
+      const res = await ctx.app.inject({ method, url, headers: other, ...(payload ? { payload } : {}) });
+      assert.equal(res.statusCode, 404, `${method} ${url}`);
+      assert.equal(res.json().hint, 'Document not found');
+    }
+    assert.equal((await ctx.app.inject({ method: 'GET', url: DOCS, headers: other })).json().meta.total, 0);
+
+    const readOnly = bearer(await ctx.key(['read:documents'], 'docs'));
+    const denied = await upload([file(pdf)], readOnly);
+    assert.equal(denied.statusCode, 403);
+    assert.match(denied.json().hint, /documents:write \(write:documents\)/);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${mine.id}`, headers: readOnly })).statusCode, 200);
+    const noDelete = await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${mine.id}`, headers: readOnly });
+    assert.match(noDelete.json().hint, /documents:delete \(delete:documents\)/);
+  });
+});

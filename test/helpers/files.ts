@@ -1,0 +1,134 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { degrees, PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
+import yazl from 'yazl';
+
+/** The third-party forms of ../shared/corpus, with their truth files. */
+export const CORPUS = path.resolve(import.meta.dirname, '../../../shared/corpus');
+
+export interface TruthPage {
+  pageNumber: number;
+  width: number;
+  height: number;
+  rotate: number;
+}
+
+export function corpusFiles(): Array<{ name: string; file: string; pages: TruthPage[] }> {
+  return fs
+    .readdirSync(path.join(CORPUS, 'forms'))
+    .filter((f) => f.endsWith('.pdf'))
+    .sort()
+    .map((f) => {
+      const name = f.replace(/\.pdf$/, '');
+      const truth = JSON.parse(fs.readFileSync(path.join(CORPUS, 'truth', `${name}.json`), 'utf8')) as { pages: TruthPage[] };
+      return { name, file: path.join(CORPUS, 'forms', f), pages: truth.pages };
+    });
+}
+
+export interface PageSpec {
+  width: number;
+  height: number;
+  rotate?: number;
+  cropBox?: [number, number, number, number];
+}
+
+/** A small real PDF with the given pages (text on each), made with pdf-lib. */
+export async function makePdf(pages: PageSpec[], options: { userPassword?: string } = {}): Promise<Buffer> {
+  const doc = await PDFDocument.create();
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  for (const [i, spec] of pages.entries()) {
+    const page = doc.addPage([spec.width, spec.height]);
+    page.drawText(`Page ${i + 1}`, { x: 50, y: spec.height - 60, size: 14, font });
+    if (spec.rotate) page.setRotation(degrees(spec.rotate));
+    if (spec.cropBox) page.setCropBox(...spec.cropBox);
+  }
+  if (options.userPassword) doc.encrypt({ userPassword: options.userPassword, ownerPassword: `${options.userPassword}-owner` });
+  return Buffer.from(await doc.save({ useObjectStreams: false }));
+}
+
+export interface DocxOptions {
+  pages?: number | null;
+  /** Page size in twentieths of a point (Letter is 12240 × 15840). */
+  pageSize?: { w: number; h: number } | null;
+  documentXml?: string;
+  extra?: Array<{ name: string; data: Buffer | string; compress?: boolean }>;
+  omitDocument?: boolean;
+}
+
+/** A minimal DOCX (the parts Word needs to open it), made with yazl. */
+export async function makeDocx(options: DocxOptions = {}): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  const add = (name: string, data: string | Buffer, compress = true) => zip.addBuffer(Buffer.from(data), name, { compress });
+  add(
+    '[Content_Types].xml',
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/docProps/app.xml" ContentType="application/vnd.openxmlformats-officedocument.extended-properties+xml"/></Types>',
+  );
+  add(
+    '_rels/.rels',
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/extended-properties" Target="docProps/app.xml"/></Relationships>',
+  );
+  const size = options.pageSize === undefined ? { w: 12240, h: 15840 } : options.pageSize;
+  const pgSz = size ? `<w:pgSz w:w="${size.w}" w:h="${size.h}"/>` : '';
+  const paragraphs = Array.from({ length: Math.max(1, options.pages ?? 1) }, (_, i) =>
+    `<w:p><w:r>${i > 0 ? '<w:br w:type="page"/>' : ''}<w:t>Page ${i + 1} of a test contract.</w:t></w:r></w:p>`,
+  ).join('');
+  if (!options.omitDocument) {
+    add(
+      'word/document.xml',
+      options.documentXml ??
+        `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraphs}<w:sectPr>${pgSz}</w:sectPr></w:body></w:document>`,
+    );
+  }
+  if (options.pages !== null) {
+    add(
+      'docProps/app.xml',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties"><Application>formsign tests</Application><Pages>${options.pages ?? 1}</Pages></Properties>`,
+    );
+  }
+  for (const entry of options.extra ?? []) add(entry.name, entry.data, entry.compress ?? true);
+  return zipToBuffer(zip);
+}
+
+export async function makeZip(entries: Array<{ name: string; data: string | Buffer }>): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  for (const e of entries) zip.addBuffer(Buffer.from(e.data), e.name);
+  return zipToBuffer(zip);
+}
+
+function zipToBuffer(zip: yazl.ZipFile): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    zip.outputStream.on('data', (c: Buffer) => chunks.push(c));
+    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
+    zip.outputStream.on('error', reject);
+    zip.end();
+  });
+}
+
+export interface Part {
+  name: string;
+  data: string | Buffer;
+  filename?: string;
+  contentType?: string;
+}
+
+/** A multipart/form-data body, for `app.inject`. */
+export function multipart(parts: Part[]): { payload: Buffer; headers: Record<string, string> } {
+  const boundary = `----formsign${Math.random().toString(16).slice(2)}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const disposition = `form-data; name="${part.name}"${part.filename !== undefined ? `; filename="${part.filename}"` : ''}`;
+    const type = part.filename !== undefined ? `Content-Type: ${part.contentType ?? 'application/octet-stream'}\r\n` : '';
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`));
+    chunks.push(Buffer.from(part.data));
+    chunks.push(Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(chunks), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+/** Every file below `dir` (relative paths), for "nothing was left behind" checks. */
+export function filesUnder(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+}
