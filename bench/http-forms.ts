@@ -12,7 +12,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -21,6 +20,7 @@ import { createStore } from '../src/store/db.js';
 import { createForm } from '../src/store/forms.js';
 import { createKey } from '../src/store/keys.js';
 import { migrate } from '../src/store/migrations.js';
+import { freePort, median, SERVER_FLAGS, waitUp } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -28,36 +28,13 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-async function waitUp(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // starting
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`server at ${url} did not start`);
-}
-
 async function start(kind: 'baseline' | 'formsign' | 'formsign+redis', dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const env = { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
   const child =
     kind === 'baseline'
       ? spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/baseline-server.ts')], { env, stdio: 'ignore' })
-      : spawn(process.execPath, [path.join(ROOT, 'dist/src/main.js'), 'serve'], {
+      : spawn(process.execPath, [...SERVER_FLAGS, path.join(ROOT, 'dist/src/main.js'), 'serve'], {
           env: { ...env, ...(kind === 'formsign+redis' ? { REDIS_URL } : {}) },
           // Request logging stays on (info, one line per request), as in production; it goes nowhere.
           stdio: 'ignore',
@@ -71,12 +48,6 @@ async function measure(url: string, headers: Record<string, string>): Promise<{ 
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
   const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
   return { rps: result.requests.average, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 async function main(): Promise<void> {

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
@@ -6,7 +6,6 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
-import { RedisRateLimiter } from './limits/redis.js';
 import { DiskBlobStore } from './blobs/disk.js';
 import { sweepBlobs } from './blobs/sweep.js';
 import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
@@ -55,6 +54,8 @@ async function serve(config: Config): Promise<void> {
   let warn: (error: unknown) => void = () => {};
   if (config.redisUrl) {
     let lastWarning = 0;
+    // Loaded only when used: the Redis client is not small.
+    const { RedisRateLimiter } = await import('./limits/redis.js');
     const redis = new RedisRateLimiter({
       limit: config.rateLimitPerMinute,
       url: config.redisUrl,

@@ -1,9 +1,8 @@
 /**
- * Runs in a worker thread: opens a PDF with pdf.js (reading only the byte ranges it needs from
- * the file, so a 50 MB file is not loaded whole) and reports its pages' visible sizes.
+ * Runs in a helper process (see pdf.ts): opens a PDF with pdf.js (reading only the byte ranges
+ * it needs from the file, so a 50 MB file is not loaded whole) and reports its pages' visible sizes.
  */
 import { pathToFileURL } from 'node:url';
-import { parentPort } from 'node:worker_threads';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 
 export interface PdfRequest {
@@ -57,9 +56,12 @@ function describe(error: unknown): string {
   return `the PDF cannot be read (${(error as Error).message ?? String(error)})`;
 }
 
-parentPort?.on('message', (request: PdfRequest) => {
+const reply = (message: PdfReply) => process.send?.(message);
+process.on('message', (request: PdfRequest) => {
   analyse(request.path).then(
-    (result) => parentPort!.postMessage({ id: request.id, ...result } satisfies PdfReply),
-    (error: unknown) => parentPort!.postMessage({ id: request.id, ok: false, reason: describe(error) } satisfies PdfReply),
+    (result) => reply({ id: request.id, ...result }),
+    (error: unknown) => reply({ id: request.id, ok: false, reason: describe(error) }),
   );
 });
+// The server going away (even by SIGKILL) closes the channel: the helper goes with it.
+process.on('disconnect', () => process.exit(0));

@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { UnreadableDocument } from './errors.js';
 import type { PdfReply, PdfRequest } from './pdf-worker.js';
 
@@ -7,41 +8,50 @@ export interface PdfInfo {
   pageDimensions: Array<{ width: number; height: number }>;
 }
 
+/** Heap limit of the helper: a hostile PDF that makes pdf.js grow without end is stopped there. */
+const HELPER_HEAP_MB = 512;
+
 /**
- * PDF analysis off the event loop: one worker thread, started on first use and kept, with a time
- * limit per file (a worker that exceeds it is terminated and replaced).
+ * PDF analysis off the event loop, in one helper process started on first use and kept. A
+ * separate process rather than a worker thread: pdf.js and its heap (tens of MB) stay out of the
+ * server's memory, and a file that crashes pdf.js or exhausts its heap kills only the helper
+ * (that upload answers 422; the next one starts a new helper), never the server. Each file has a
+ * time limit, after which the helper is killed.
  */
 export class PdfAnalyzer {
-  private worker: Worker | null = null;
+  private helper: ChildProcess | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: PdfReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
 
   constructor(private readonly timeoutMs = 60_000) {}
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
-    const worker = import.meta.url.endsWith('.ts')
-      ? // Running from source (tests, under tsx): the worker needs the TypeScript loader too.
-        new Worker(
-          `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(new URL('./pdf-worker.ts', import.meta.url).href)}); });`,
-          { eval: true },
-        )
-      : new Worker(new URL('./pdf-worker.js', import.meta.url));
-    worker.unref();
-    worker.on('message', (reply: PdfReply) => {
+  private start(): ChildProcess {
+    if (this.helper) return this.helper;
+    const fromSource = import.meta.url.endsWith('.ts');
+    const script = fileURLToPath(new URL(fromSource ? './pdf-worker.ts' : './pdf-worker.js', import.meta.url));
+    const helper = fork(script, [], {
+      // Running from source (tests, under tsx) the helper needs the TypeScript loader too.
+      execArgv: [...(fromSource ? ['--import', 'tsx'] : []), `--max-old-space-size=${HELPER_HEAP_MB}`],
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      serialization: 'advanced',
+    });
+    helper.on('message', (reply: PdfReply) => {
       const waiting = this.pending.get(reply.id);
       if (!waiting) return;
       clearTimeout(waiting.timer);
       this.pending.delete(reply.id);
       waiting.resolve(reply);
     });
-    worker.on('error', (error) => this.fail(error));
-    worker.on('exit', () => {
-      if (this.worker === worker) this.worker = null;
+    helper.on('error', () => helper.kill('SIGKILL'));
+    helper.on('exit', () => {
+      if (this.helper === helper) this.helper = null;
       this.fail(new UnreadableDocument('the PDF could not be read (the reader stopped)'));
     });
-    this.worker = worker;
-    return worker;
+    // Idle, it must not keep the server alive; while files are being read it is referenced again.
+    helper.unref();
+    helper.channel?.unref();
+    this.helper = helper;
+    return helper;
   }
 
   private fail(error: Error): void {
@@ -50,27 +60,35 @@ export class PdfAnalyzer {
       this.pending.delete(id);
       waiting.reject(error);
     }
+    this.helper?.channel?.unref();
   }
 
   async analyse(path: string): Promise<PdfInfo> {
-    const worker = this.start();
+    const helper = this.start();
     const id = this.nextId++;
+    helper.channel?.ref();
     const reply = await new Promise<PdfReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new UnreadableDocument(`the PDF took longer than ${this.timeoutMs / 1000} s to read`));
-        void worker.terminate();
+        helper.kill('SIGKILL');
       }, this.timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
-      worker.postMessage({ id, path } satisfies PdfRequest);
+      helper.send({ id, path } satisfies PdfRequest);
+    }).finally(() => {
+      if (this.pending.size === 0) helper.channel?.unref();
     });
     if (!reply.ok) throw new UnreadableDocument(reply.reason);
     return { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions };
   }
 
   async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    if (worker) await worker.terminate();
+    const helper = this.helper;
+    this.helper = null;
+    if (!helper || helper.exitCode !== null) return;
+    const exited = new Promise((resolve) => helper.once('exit', resolve));
+    helper.ref(); // so that waiting for its exit keeps the event loop alive
+    helper.kill('SIGTERM');
+    await exited;
   }
 }
