@@ -42,6 +42,23 @@ export interface AppDeps {
 export const DEFAULT_KEY_CACHE_TTL_MS = 5000;
 
 export const JSON_BODY_LIMIT = 1_048_576;
+
+const UPLOAD_REQUEST_BODY = {
+  required: true,
+  content: {
+    'multipart/form-data': {
+      schema: {
+        type: 'object',
+        required: ['file'],
+        additionalProperties: false,
+        properties: {
+          file: { type: 'string', format: 'binary', description: 'A PDF or DOCX, at most MAX_UPLOAD_BYTES (50 MiB by default)' },
+          title: { type: 'string', minLength: 1, maxLength: 200, description: 'Defaults to the file name' },
+        },
+      },
+    },
+  },
+};
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -127,6 +144,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       security: [{ apiKey: [] }],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // The upload is read part by part rather than validated as a body, so its request body is
+    // described here for the document.
+    transformObject: (documentObject) => {
+      const spec = (documentObject as { openapiObject: { paths?: Record<string, Record<string, Record<string, unknown>>> } }).openapiObject;
+      const upload = spec.paths?.['/api/v1/documents']?.post;
+      if (upload) upload.requestBody = UPLOAD_REQUEST_BODY;
+      return spec;
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // Files are streamed part by part (request.parts()); limits are set per upload.

@@ -148,5 +148,10 @@ describe('authentication and grants', () => {
     assert.deepEqual(create.requestBody.content['application/json'].schema.required, ['title']);
     assert.equal(create.requestBody.content['application/json'].schema.additionalProperties, false);
     assert.ok(create.responses['201']);
+    const upload = spec.paths['/api/v1/documents'].post.requestBody.content['multipart/form-data'].schema;
+    assert.deepEqual(upload.required, ['file']);
+    for (const path of ['/api/v1/documents/{id}', '/api/v1/documents/{id}/file', '/api/v1/documents/{id}/fields', '/api/v1/documents/{id}/fields/bulk', '/api/v1/documents/{id}/fields/{fid}']) {
+      assert.ok(spec.paths[path], path);
+    }
   });
 });
