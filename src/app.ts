@@ -7,7 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { LogLevel } from './config.js';
 import { AppError } from './domain/errors.js';
 import { camelizeBody } from './http/casing.js';
-import { errorHandler, sendError } from './http/errors.js';
+import { errorHandler, sendError, toAppError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { fieldRoutes } from './http/routes/fields.js';
@@ -32,7 +32,7 @@ export interface AppDeps {
   libreOffice: LibreOfficeConverter | null;
   maxUploadBytes: number;
   logLevel?: LogLevel;
-  trustProxy?: boolean;
+  trustProxy?: false | number | string;
   /** The clock, in epoch milliseconds; tests pin it. */
   now?: () => number;
   /** How long a verified key is remembered (default 5 s): the delay before a revocation bites. */
@@ -61,6 +61,10 @@ const UPLOAD_REQUEST_BODY = {
 };
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
+function trustHops(hops: number) {
+  return (_address: string, hop: number) => hop < hops;
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now;
   let shuttingDown = false;
@@ -72,19 +76,36 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     pino.destination({ sync: false }),
   );
 
+  const guard = makeGuard({
+    limiter: deps.limiter,
+    verifyKey: (candidate, at) => keys.verify(candidate, at),
+    now,
+    isShuttingDown: () => shuttingDown,
+  });
+
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: JSON_BODY_LIMIT,
-    trustProxy: deps.trustProxy ?? false,
+    // A number is a count of proxy hops in front of the service: trust exactly that many.
+    trustProxy: typeof deps.trustProxy === 'number' ? trustHops(deps.trustProxy) : (deps.trustProxy ?? false),
     return503OnClosing: false,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
     },
-    routerOptions: { ignoreTrailingSlash: true },
+    // Ids longer than this are no ids: let them reach the handlers, which answer 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // A request (headers and body, an upload included) must arrive within 10 minutes.
+    requestTimeout: 600_000,
+    // A URL Fastify's router cannot decode still gets the guard's headers and the envelope.
+    frameworkErrors: (error, request, reply) => {
+      guard(request, reply, (refused?: Error) => {
+        sendError(reply, refused ? toAppError(refused, request) : new AppError('not_found', `No such endpoint: ${request.method} (the URL is malformed)`));
+      });
+    },
   });
 
   app.setValidatorCompiler(makeValidatorCompiler());
@@ -97,20 +118,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('principal', null);
   app.addSchema(ErrorEnvelope);
 
-  app.addHook(
-    'onRequest',
-    makeGuard({
-      limiter: deps.limiter,
-      verifyKey: (candidate, at) => keys.verify(candidate, at),
-      now,
-      isShuttingDown: () => shuttingDown,
-    }),
-  );
+  app.addHook('onRequest', guard);
   // Key casing runs only on routes that take a JSON body, before their schema is checked.
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return;
     const opaque = new Set(route.config?.opaqueKeys ?? []);
-    const camelize: preValidationHookHandler = (request, _reply, done) => {
+    const camelize: preValidationHookHandler = (request, reply, done) => {
+      if (request.isMultipart()) {
+        reply.header('connection', 'close');
+        return done(new AppError('unsupported_media_type', 'This endpoint takes a JSON body (Content-Type: application/json), not multipart/form-data.'));
+      }
       const body = request.body;
       if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
         request.renames = new Map();

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import path from 'node:path';
 
 /** The one typed, validated configuration. Nothing else in the service reads `process.env`. */
@@ -12,8 +13,12 @@ export interface Config {
   rateLimitPerMinute: number;
   maxUploadBytes: number;
   logLevel: LogLevel;
-  /** Trust `X-Forwarded-For` for the client address (set it behind a load balancer). */
-  trustProxy: boolean;
+  /**
+   * Which proxies may name the client address in `X-Forwarded-For`: `false` (none: the socket's
+   * peer is the client), a number of proxy hops in front of the service, or a list of proxy
+   * addresses/CIDR ranges.
+   */
+  trustProxy: false | number | string;
   /** LibreOffice for DOCX renditions: `auto` (use `soffice` when it is on the PATH), `off`, or a path. */
   soffice: string;
 }
@@ -62,12 +67,23 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const raw = read(env, name);
-  if (raw === undefined) return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
-  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+function trustProxy(env: Env): false | number | string {
+  const raw = read(env, 'TRUST_PROXY');
+  if (raw === undefined || ['false', 'no', 'off', '0'].includes(raw.toLowerCase())) return false;
+  // `true` means the usual single load balancer, not "believe any X-Forwarded-For": a client
+  // could otherwise pick its own address and escape the per-address rate limit.
+  if (['true', 'yes', 'on'].includes(raw.toLowerCase())) return 1;
+  if (/^[0-9]+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0, 0, 100);
+  const parts = raw.split(',').map((p) => p.trim());
+  for (const part of parts) {
+    const [address, bits, extra] = part.split('/');
+    const family = net.isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || (bits !== undefined && !(/^[0-9]+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new ConfigError('TRUST_PROXY', `must be false, true (one proxy), a number of proxies, or proxy addresses/CIDR ranges separated by commas (got ${JSON.stringify(part)})`);
+    }
+  }
+  return parts.join(',');
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -84,7 +100,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 100, 1, 1_000_000_000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 52_428_800, 1, Number.MAX_SAFE_INTEGER),
     logLevel: logLevel as LogLevel,
-    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     soffice: read(env, 'SOFFICE_PATH') ?? 'auto',
   };
 }

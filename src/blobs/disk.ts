@@ -1,16 +1,22 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import type { BlobStore, TempBlob } from './store.js';
 
 const SHA256 = /^[0-9a-f]{64}$/;
+/** This process, told apart from an earlier one that had the same pid (containers restart as pid 1). */
+const INSTANCE = crypto.randomBytes(6).toString('hex');
+const HOST = os.hostname().replace(/[^A-Za-z0-9.]/g, '_');
+/** A temporary file of another host, or of a name we do not know, is removed once it is this old. */
+const FOREIGN_TEMP_MAX_AGE_MS = 24 * 3_600_000;
 
 /**
  * Blobs on local disk: `<root>/blobs/ab/cd/<sha256>` and temporary files in `<root>/tmp/`, named
- * after the process that writes them (`<pid>-<random>`), so that a start-up sweep can tell the
- * leftovers of a crashed process from the uploads of a live one. Both live under one root, on one
- * file system, so that moving a file into place is an atomic rename.
+ * after the process that writes them (`<host>-<pid>-<instance>-<random>`), so that a start-up
+ * sweep can tell the leftovers of a crashed process from the uploads of a live one. Both live
+ * under one root, on one file system, so that moving a file into place is an atomic rename.
  */
 export class DiskBlobStore implements BlobStore {
   private readonly blobs: string;
@@ -29,7 +35,7 @@ export class DiskBlobStore implements BlobStore {
   }
 
   async createTemp(): Promise<TempBlob> {
-    const file = path.join(this.tmp, `${process.pid}-${crypto.randomBytes(12).toString('hex')}`);
+    const file = path.join(this.tmp, `${HOST}-${process.pid}-${INSTANCE}-${crypto.randomBytes(12).toString('hex')}`);
     let discarded = false;
     return {
       path: file,
@@ -44,6 +50,14 @@ export class DiskBlobStore implements BlobStore {
 
   async commit(temp: TempBlob, sha256: string): Promise<void> {
     const target = this.pathOf(sha256);
+    const existing = await fsp.stat(target).catch(() => null);
+    if (existing) {
+      // The same content is stored already. Touch it, so that a sweep's grace period counts from now.
+      const now = new Date();
+      await fsp.utimes(target, now, now);
+      await temp.discard();
+      return;
+    }
     await fsp.mkdir(path.dirname(target), { recursive: true });
     // The data must be on disk before the name points at it: a crash after the rename must not
     // leave a blob whose content was never written.
@@ -79,17 +93,30 @@ export class DiskBlobStore implements BlobStore {
     }
   }
 
-  async sweepTemps(): Promise<number> {
+  async sweepTemps(now = Date.now()): Promise<number> {
     let removed = 0;
     for (const name of await readdir(this.tmp)) {
-      const pid = Number(name.split('-', 1)[0]);
-      if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid)) continue;
-      if (pid === process.pid) continue;
-      await fsp.rm(path.join(this.tmp, name), { force: true, recursive: true });
-      removed++;
+      const file = path.join(this.tmp, name);
+      if (await isLeftOver(name, file, now)) {
+        await fsp.rm(file, { force: true, recursive: true });
+        removed++;
+      }
     }
     return removed;
   }
+}
+
+/** Whether a temporary file belongs to no running process (see the naming in `createTemp`). */
+async function isLeftOver(name: string, file: string, now: number): Promise<boolean> {
+  const match = /^(.+)-(\d+)-([0-9a-f]{12})-[0-9a-f]+$/.exec(name);
+  if (match && match[1] === HOST) {
+    const pid = Number(match[2]);
+    if (pid === process.pid) return match[3] !== INSTANCE;
+    return !isAlive(pid);
+  }
+  // Another host's (a shared volume) or an unknown name: this host cannot tell whether its writer runs.
+  const stat = await fsp.stat(file).catch(() => null);
+  return stat !== null && now - stat.mtimeMs > FOREIGN_TEMP_MAX_AGE_MS;
 }
 
 async function readdir(dir: string): Promise<string[]> {

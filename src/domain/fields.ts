@@ -68,6 +68,16 @@ const EPSILON = 1e-9;
 const DATE = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
 export const TODAY = '__today__';
 
+/** `YYYY-MM-DD` naming a day that exists (2026-02-29 does not; `Date` would roll it over). */
+export function isCalendarDate(value: string): boolean {
+  if (!DATE.test(value)) return false;
+  const date = new Date(`${value}T00:00:00.000Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value;
+}
+
+/** Most fields one document may hold. */
+export const MAX_FIELDS_PER_DOCUMENT = 5000;
+
 /**
  * Checks a whole field against the rules of API.md and the document's page count. `path` prefixes
  * the key in the hint (`fields[3].`), so bulk errors name the item.
@@ -102,7 +112,7 @@ export function validateField(spec: FieldSpec, pageCount: number, path = ''): vo
   const value = spec.defaultValue;
   if (value !== null) {
     if (value === TODAY && spec.type !== 'date') throw invalid(at('defaultValue'), `"${TODAY}" is only for date fields`);
-    if (spec.type === 'date' && value !== TODAY && (!DATE.test(value) || Number.isNaN(Date.parse(value)))) {
+    if (spec.type === 'date' && value !== TODAY && !isCalendarDate(value)) {
       throw invalid(at('defaultValue'), `must be a date YYYY-MM-DD or "${TODAY}" for a date field`);
     }
     if ((spec.type === 'mcq' || spec.type === 'dropdown') && !choices?.includes(value)) {

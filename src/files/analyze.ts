@@ -1,7 +1,7 @@
 import fsp from 'node:fs/promises';
 import { inspectDocx, isDocx } from './docx.js';
 import { UnreadableDocument } from './errors.js';
-import type { LibreOfficeConverter } from './libreoffice.js';
+import { cleanup, type LibreOfficeConverter } from './libreoffice.js';
 import type { PdfAnalyzer, PdfInfo } from './pdf.js';
 
 export type FileType = 'pdf' | 'docx';
@@ -56,8 +56,13 @@ export async function analyzeUpload(file: string, deps: AnalyzeDeps): Promise<An
   const docx = await inspectDocx(file);
   if (deps.libreOffice) {
     const renditionPath = await deps.libreOffice.convert(file);
-    const info = await deps.pdf.analyse(renditionPath);
-    return { fileType, pageSource: 'rendition', renditionPath, ...info };
+    try {
+      const info = await deps.pdf.analyse(renditionPath);
+      return { fileType, pageSource: 'rendition', renditionPath, ...info };
+    } catch (error) {
+      await cleanup(renditionPath);
+      throw error;
+    }
   }
   const pageCount = docx.pageCount ?? 1;
   const size = docx.pageSize ?? LETTER;

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { XMLParser } from 'fast-xml-parser';
 import yauzl from 'yauzl';
 import { UnreadableDocument } from './errors.js';
+import { MAX_PAGES } from './limits.js';
 
 /** Hard limits for opening a DOCX, so that a ZIP bomb or an XML trick fails fast with bounded memory. */
 export const DOCX_LIMITS = {
@@ -21,8 +22,10 @@ export interface DocxInfo {
   pageSize: { width: number; height: number } | null;
 }
 
-const XML_ENTRY = /\.(xml|rels)$/i;
 const FORBIDDEN = /<!(doctype|entity)/i;
+/** Byte-order marks of UTF-16 and UTF-32, and the first bytes of BOM-less UTF-16 XML. */
+const WIDE_TEXT = [[0xfe, 0xff], [0xff, 0xfe], [0x00, 0x00, 0xfe, 0xff], [0x3c, 0x00], [0x00, 0x3c]].map((b) => Buffer.from(b));
+
 
 function openZip(file: string): Promise<yauzl.ZipFile> {
   return new Promise((resolve, reject) => {
@@ -88,9 +91,9 @@ export async function inspectDocx(file: string): Promise<DocxInfo> {
             throw new UnreadableDocument(`the part ${entry.fileName} is compressed more than ${DOCX_LIMITS.maxRatio}:1 (a ZIP bomb?)`);
           }
           if (entry.fileName === 'word/document.xml') hasDocument = true;
-          if (!XML_ENTRY.test(entry.fileName) || /\/$/.test(entry.fileName)) return;
+          if (/\/$/.test(entry.fileName)) return;
           const keep = entry.fileName === 'docProps/app.xml';
-          const text = await scanXml(zip, entry, keep, entry.fileName === 'word/document.xml');
+          const text = await scanPart(zip, entry, keep, entry.fileName === 'word/document.xml');
           if (keep && text) info.pageCount = pagesFromAppXml(text);
           if (entry.fileName === 'word/document.xml' && text) info.pageSize = pageSizeFrom(text);
         };
@@ -108,33 +111,54 @@ export async function inspectDocx(file: string): Promise<DocxInfo> {
 }
 
 /**
- * Streams one XML part, failing on a DTD or entity declaration. Returns the text when `keepAll`,
- * the first `<w:pgSz …>` tag when `findPageSize`, otherwise nothing.
+ * Streams one part of the archive (every part: LibreOffice follows relationships to parts of any
+ * name) and refuses what could make an XML parser reach outside the file or blow up: UTF-16/32
+ * text (which would hide a declaration from this byte-level scan), an XML declaration of another
+ * encoding, any DTD or entity declaration, and relationships to external resources other than
+ * plain hyperlinks (LibreOffice would fetch linked images, OLE objects or templates while
+ * converting). Returns the text when `keepAll`, the first `<w:pgSz …>` tag when `findPageSize`.
  */
-function scanXml(zip: yauzl.ZipFile, entry: yauzl.Entry, keepAll: boolean, findPageSize: boolean): Promise<string | null> {
+function scanPart(zip: yauzl.ZipFile, entry: yauzl.Entry, keepAll: boolean, findPageSize: boolean): Promise<string | null> {
+  const refuse = (why: string) => new UnreadableDocument(`the part ${entry.fileName} ${why}, which is not accepted`);
+  const isRels = /\.rels$/i.test(entry.fileName);
   return new Promise((resolve, reject) => {
     zip.openReadStream(entry, (error, stream?: Readable) => {
       if (error || !stream) return reject(error ?? new Error('no stream'));
+      let first = true;
       let carry = '';
       let kept = '';
       let pageSize: string | null = null;
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        const text = carry + chunk;
-        if (FORBIDDEN.test(text)) {
-          stream.destroy();
-          reject(new UnreadableDocument(`the part ${entry.fileName} declares a DTD or entities, which are not accepted`));
-          return;
+      const fail = (e: Error) => {
+        stream.destroy();
+        reject(e);
+      };
+      stream.on('data', (chunk: Buffer) => {
+        if (first) {
+          first = false;
+          if (WIDE_TEXT.some((bom) => chunk.subarray(0, bom.length).equals(bom))) return fail(refuse('is UTF-16 or UTF-32 text'));
+          const declared = /^(?:\xef\xbb\xbf)?\s*<\?xml[^>]*encoding\s*=\s*["']([^"']+)["']/i.exec(chunk.toString('latin1', 0, 200));
+          if (declared && !/^(utf-?8|us-ascii)$/i.test(declared[1]!)) return fail(refuse(`declares the encoding ${declared[1]}`));
+        }
+        // Latin-1 maps every byte to one character: the scan sees exactly the bytes.
+        const text = carry + chunk.toString('latin1');
+        if (FORBIDDEN.test(text)) return fail(refuse('declares a DTD or entities'));
+        if (isRels) {
+          for (const rel of text.match(/<Relationship\b[^>]*>/g) ?? []) {
+            if (/TargetMode\s*=\s*["']External["']/i.test(rel) && !/Type\s*=\s*["'][^"']*\/hyperlink["']/i.test(rel)) {
+              return fail(refuse('links to an external resource other than a hyperlink'));
+            }
+          }
         }
         if (keepAll) {
-          kept += chunk;
+          kept += chunk.toString('utf8');
           if (kept.length > 1024 * 1024) keepAll = false;
         }
         if (findPageSize && pageSize === null) {
           const match = /<w:pgSz\b[^>]*>/.exec(text);
           if (match) pageSize = match[0];
         }
-        carry = text.slice(-300);
+        // Enough to hold a whole <Relationship …> or <w:pgSz …> tag across two chunks.
+        carry = text.slice(-2048);
       });
       stream.on('error', reject);
       stream.on('end', () => resolve(keepAll ? kept : pageSize));
@@ -147,6 +171,7 @@ function pagesFromAppXml(xml: string): number | null {
     Properties?: { Pages?: unknown };
   };
   const pages = Number(parsed.Properties?.Pages);
+  if (Number.isInteger(pages) && pages > MAX_PAGES) throw new UnreadableDocument(`the DOCX claims ${pages} pages; at most ${MAX_PAGES} are accepted`);
   return Number.isInteger(pages) && pages > 0 ? pages : null;
 }
 

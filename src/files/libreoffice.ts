@@ -12,6 +12,9 @@ export function findSoffice(): string | null {
   return found.status === 0 && bin ? bin : null;
 }
 
+/** Too many conversions are waiting: answered 503, the client retries later. */
+export class ConverterBusy extends Error {}
+
 /**
  * DOCX → PDF with LibreOffice, one conversion at a time (soffice is heavy and keeps a profile that
  * two instances must not share), in a throwaway profile and output folder, with a time limit after
@@ -19,14 +22,21 @@ export function findSoffice(): string | null {
  */
 export class LibreOfficeConverter {
   private queue: Promise<unknown> = Promise.resolve();
+  private waiting = 0;
 
   constructor(
     readonly bin: string,
     private readonly timeoutMs = 120_000,
+    /** Conversions waiting or running beyond which new ones are refused (503) instead of queued for minutes. */
+    private readonly maxQueued = 8,
   ) {}
 
   convert(docx: string): Promise<string> {
-    const run = this.queue.then(() => this.convertNow(docx));
+    if (this.waiting >= this.maxQueued) {
+      return Promise.reject(new ConverterBusy(`${this.waiting} DOCX conversions are already waiting; retry in a minute.`));
+    }
+    this.waiting++;
+    const run = this.queue.then(() => this.convertNow(docx)).finally(() => this.waiting--);
     this.queue = run.catch(() => {});
     return run;
   }
@@ -40,7 +50,8 @@ export class LibreOfficeConverter {
     const child = spawn(
       this.bin,
       [`-env:UserInstallation=${profile}`, '--headless', '--norestore', '--nolockcheck', '--convert-to', 'pdf', '--outdir', work, input],
-      { detached: true, stdio: 'ignore', env: { ...process.env, HOME: work } },
+      // Its own process group (to kill it whole) and none of the server's environment (secrets).
+      { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, LANG: 'C.UTF-8' } },
     );
     const exited = new Promise<number | null>((resolve, reject) => {
       child.on('error', reject);

@@ -4,6 +4,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { MAX_PAGES } from './limits.js';
 
 export interface PdfRequest {
   id: number;
@@ -30,6 +31,7 @@ async function analyse(file: string): Promise<Omit<Extract<PdfReply, { ok: true 
   });
   try {
     const doc = await task.promise;
+    if (doc.numPages > MAX_PAGES) throw new Error(`the PDF has ${doc.numPages} pages; at most ${MAX_PAGES} are accepted`);
     const pageDimensions = [];
     for (let n = 1; n <= doc.numPages; n++) {
       const page = await doc.getPage(n);

@@ -11,19 +11,61 @@ export interface PdfInfo {
 /** Heap limit of the helper: a hostile PDF that makes pdf.js grow without end is stopped there. */
 const HELPER_HEAP_MB = 512;
 
+interface Job {
+  id: number;
+  path: string;
+  resolve: (info: PdfInfo) => void;
+  reject: (error: Error) => void;
+}
+
 /**
  * PDF analysis off the event loop, in one helper process started on first use and kept. A
  * separate process rather than a worker thread: pdf.js and its heap (tens of MB) stay out of the
- * server's memory, and a file that crashes pdf.js or exhausts its heap kills only the helper
- * (that upload answers 422; the next one starts a new helper), never the server. Each file has a
- * time limit, after which the helper is killed.
+ * server's memory, and a file that crashes pdf.js or exhausts its heap kills only the helper,
+ * never the server.
+ *
+ * Files are read one at a time (reading a PDF's page sizes takes milliseconds; the time of an
+ * upload is in receiving it), so when the helper dies or a file runs over its time limit, the
+ * file being read is the one to blame: it answers 422, and the files waiting behind it are read
+ * by a new helper as if nothing had happened.
  */
 export class PdfAnalyzer {
   private helper: ChildProcess | null = null;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (r: PdfReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly queue: Job[] = [];
+  private current: { job: Job; timer: NodeJS.Timeout } | null = null;
 
   constructor(private readonly timeoutMs = 60_000) {}
+
+  analyse(path: string): Promise<PdfInfo> {
+    return new Promise<PdfInfo>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, path, resolve, reject });
+      this.next();
+    });
+  }
+
+  private next(): void {
+    if (this.current || this.queue.length === 0) return;
+    const job = this.queue.shift()!;
+    const helper = this.start();
+    helper.ref(); // a file in progress keeps the process alive; an idle helper does not
+    const timer = setTimeout(() => {
+      this.finish(job, new UnreadableDocument(`the PDF took longer than ${this.timeoutMs / 1000} s to read`));
+      helper.kill('SIGKILL');
+    }, this.timeoutMs);
+    this.current = { job, timer };
+    helper.send({ id: job.id, path: job.path } satisfies PdfRequest);
+  }
+
+  private finish(job: Job, outcome: PdfInfo | Error): void {
+    if (this.current?.job !== job) return;
+    clearTimeout(this.current.timer);
+    this.current = null;
+    this.helper?.unref();
+    if (outcome instanceof Error) job.reject(outcome);
+    else job.resolve(outcome);
+    this.next();
+  }
 
   private start(): ChildProcess {
     if (this.helper) return this.helper;
@@ -36,55 +78,26 @@ export class PdfAnalyzer {
       serialization: 'advanced',
     });
     helper.on('message', (reply: PdfReply) => {
-      const waiting = this.pending.get(reply.id);
-      if (!waiting) return;
-      clearTimeout(waiting.timer);
-      this.pending.delete(reply.id);
-      waiting.resolve(reply);
+      const job = this.current?.job;
+      if (!job || reply.id !== job.id) return;
+      this.finish(job, reply.ok ? { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions } : new UnreadableDocument(reply.reason));
     });
     helper.on('error', () => helper.kill('SIGKILL'));
     helper.on('exit', () => {
       if (this.helper === helper) this.helper = null;
-      this.fail(new UnreadableDocument('the PDF could not be read (the reader stopped)'));
+      const job = this.current?.job;
+      if (job) this.finish(job, new UnreadableDocument('the PDF could not be read (the reader stopped on it)'));
     });
-    // Idle, it must not keep the server alive; while files are being read it is referenced again.
     helper.unref();
     helper.channel?.unref();
     this.helper = helper;
     return helper;
   }
 
-  private fail(error: Error): void {
-    for (const [id, waiting] of this.pending) {
-      clearTimeout(waiting.timer);
-      this.pending.delete(id);
-      waiting.reject(error);
-    }
-    this.helper?.channel?.unref();
-  }
-
-  async analyse(path: string): Promise<PdfInfo> {
-    const helper = this.start();
-    const id = this.nextId++;
-    helper.channel?.ref();
-    const reply = await new Promise<PdfReply>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new UnreadableDocument(`the PDF took longer than ${this.timeoutMs / 1000} s to read`));
-        helper.kill('SIGKILL');
-      }, this.timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
-      helper.send({ id, path } satisfies PdfRequest);
-    }).finally(() => {
-      if (this.pending.size === 0) helper.channel?.unref();
-    });
-    if (!reply.ok) throw new UnreadableDocument(reply.reason);
-    return { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions };
-  }
-
   async close(): Promise<void> {
     const helper = this.helper;
     this.helper = null;
+    for (const job of this.queue.splice(0)) job.reject(new Error('the PDF reader is shutting down'));
     if (!helper || helper.exitCode !== null) return;
     const exited = new Promise((resolve) => helper.once('exit', resolve));
     helper.ref(); // so that waiting for its exit keeps the event loop alive

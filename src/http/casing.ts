@@ -13,12 +13,18 @@ export function snakeToCamel(key: string): string {
   return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
+/** Deeper JSON than any request of this API needs; refusing it keeps recursion bounded. */
+export const MAX_DEPTH = 32;
+
 export function camelizeBody(body: unknown, opaque: ReadonlySet<string>, renames: Renames): unknown {
-  return walk(body, '', opaque, renames);
+  return walk(body, '', opaque, renames, 0);
 }
 
-function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames: Renames): unknown {
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}[${i}]`, opaque, renames));
+function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames: Renames, depth: number): unknown {
+  if (depth > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
+  // PostgreSQL text cannot hold U+0000; no client means to send it.
+  if (typeof value === 'string' && value.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}[${i}]`, opaque, renames, depth + 1));
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   const source = value as Record<string, unknown>;
@@ -30,7 +36,23 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
       throw invalid(childPath, `given twice, as "${other ?? camel}" and "${key}"; send one spelling`);
     }
     if (camel !== key) renames.set(childPath, key);
-    out[camel] = opaque.has(camel) ? source[key] : walk(source[key], childPath, opaque, renames);
+    if (opaque.has(camel)) {
+      checkDepth(source[key], childPath, depth + 1);
+      out[camel] = source[key];
+    } else {
+      out[camel] = walk(source[key], childPath, opaque, renames, depth + 1);
+    }
   }
   return out;
+}
+
+/** The depth rule for free JSON kept as given, without recursion. */
+function checkDepth(value: unknown, path: string, depth: number): void {
+  const stack: Array<[unknown, number]> = [[value, depth]];
+  while (stack.length > 0) {
+    const [item, level] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (level > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
+    for (const child of Object.values(item)) stack.push([child, level + 1]);
+  }
 }

@@ -63,7 +63,7 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
   // Any other client error Fastify raises (a bad URL, a bad header) keeps its status class.
   const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
   if (status === 404) return new AppError('not_found', 'Resource not found');
-  if (status >= 400 && status < 500) return new AppError('validation_failed', err.message || 'The request is not valid.');
+  if (status >= 400 && status < 500) return new AppError('validation_failed', `The request is not valid (${err.code ?? status}).`);
   return new AppError('internal_error', 'Something went wrong on our side. Retry later; if it persists, quote the X-Request-Id.');
 }
 
@@ -75,7 +75,7 @@ export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const appError = toAppError(error, request);
   if (appError.code === 'internal_error') {
-    request.log.error({ err: error }, 'request failed');
+    request.log.error({ err: error, message: (error as Error).message, code: (error as { code?: string }).code }, 'request failed');
   }
   return sendError(reply, appError);
 }

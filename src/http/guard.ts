@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import { describeGrant, missingGrants } from '../domain/grants.js';
 import type { RateLimiter, RateLimitResult } from '../limits/limiter.js';
@@ -35,7 +35,9 @@ function bearerToken(header: string | undefined): string | null {
  * there is no valid key), counting it against the rate limit (headers on every response, also on
  * errors), then refusing it if it is over the limit, unauthenticated or lacks a grant.
  */
-export function makeGuard(deps: GuardDeps): onRequestHookHandler {
+export type Guard = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+
+export function makeGuard(deps: GuardDeps): Guard {
   // Written with callbacks rather than async/await: on the common path (a remembered key, the
   // in-process limiter) there is nothing to wait for, and no promise is made.
   return function guard(request, reply, done) {
@@ -57,8 +59,14 @@ export function makeGuard(deps: GuardDeps): onRequestHookHandler {
       else setImmediate(decide, request, reply, check, rate, nowMs, done);
     };
     const check = token === null ? null : deps.verifyKey(token, new Date(nowMs));
-    if (check instanceof Promise) check.then(counted, done);
-    else counted(check);
+    if (check instanceof Promise) {
+      check.then(counted, (error: unknown) => {
+        request.log.error({ err: error }, 'API key lookup failed');
+        done(new AppError('unavailable', 'The service cannot check API keys right now (database unreachable); retry shortly.'));
+      });
+    } else {
+      counted(check);
+    }
   };
 }
 

@@ -1,16 +1,19 @@
 import { Type } from 'typebox';
+import { AppError } from '../domain/errors.js';
 
 export const MAX_LIMIT = 100;
 export const DEFAULT_LIMIT = 20;
 /** A page beyond this is refused rather than turned into an absurd SQL offset. */
 export const MAX_PAGE = 1_000_000_000;
 
-/** Query keys of every list endpoint; validation failures here answer `invalid_pagination`. */
+/**
+ * Query keys of every list endpoint, as the digits they are on the wire (a whole number ≥ 1 and
+ * nothing else: not `1.0`, `0x10`, `1e3` or ` 5`); validation failures here answer
+ * `invalid_pagination`.
+ */
 export const paginationQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1.' })),
-  limit: Type.Optional(
-    Type.Integer({ minimum: 1, default: DEFAULT_LIMIT, description: 'Items per page; above 100 is applied as 100.' }),
-  ),
+  page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,9}$', default: '1', description: 'Page number, from 1.' })),
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]*$', default: String(DEFAULT_LIMIT), description: 'Items per page; above 100 is applied as 100.' })),
 };
 
 export interface AppliedPage {
@@ -19,9 +22,10 @@ export interface AppliedPage {
   offset: number;
 }
 
-export function applyPagination(query: { page?: number; limit?: number }): AppliedPage {
-  const page = query.page ?? 1;
-  const limit = Math.min(query.limit ?? DEFAULT_LIMIT, MAX_LIMIT);
+export function applyPagination(query: { page?: string; limit?: string }): AppliedPage {
+  const page = query.page === undefined ? 1 : Number(query.page);
+  if (page > MAX_PAGE) throw new AppError('invalid_pagination', `page must be a whole number from 1 to ${MAX_PAGE}`);
+  const limit = query.limit === undefined ? DEFAULT_LIMIT : Math.min(Number(query.limit), MAX_LIMIT);
   return { page, limit, offset: (page - 1) * limit };
 }
 

@@ -7,17 +7,6 @@ import type { Page } from './forms.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
 import { forUpdate } from './tx.js';
 
-export interface DocumentFile {
-  fileType: 'pdf' | 'docx';
-  mimeType: string;
-  sha256: string;
-  sizeBytes: number;
-  renditionSha256: string | null;
-  pageSource: string;
-  pageCount: number;
-  pageDimensions: Array<{ width: number; height: number }>;
-}
-
 export interface DocumentView {
   id: string;
   workspaceId: string;
@@ -157,12 +146,13 @@ export async function updateDocument(
 }
 
 /**
- * Soft delete hides the document; permanent delete removes its rows and answers the blobs that no
- * other document still refers to, for the caller to remove once the transaction is committed.
+ * Soft delete hides the document; permanent delete removes its rows (fields go with them) and
+ * answers the content hashes it referred to, for the caller to remove the blobs no other row
+ * still uses (see `withBlobLock`).
  */
-export async function deleteDocument(store: Store, workspaceId: string, id: string, permanent: boolean): Promise<string[]> {
+export async function deleteDocument(db: Kysely<Database>, workspaceId: string, id: string, permanent: boolean): Promise<string[]> {
   if (!permanent) {
-    const result = await store.db
+    const result = await db
       .updateTable('documents')
       .set({ deleted_at: new Date().toISOString() })
       .where('workspace_id', '=', workspaceId)
@@ -172,18 +162,14 @@ export async function deleteDocument(store: Store, workspaceId: string, id: stri
     if (Number(result.numUpdatedRows) === 0) throw notFound('Document');
     return [];
   }
-  return store.db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('documents')
-      .select(['sha256', 'rendition_sha256'])
-      .where('workspace_id', '=', workspaceId)
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (!row) throw notFound('Document');
-    await trx.deleteFrom('documents').where('id', '=', id).execute();
-    const hashes = [row.sha256, row.rendition_sha256].filter((h): h is string => h !== null);
-    return unreferenced(trx, hashes);
-  });
+  const rows = await db
+    .deleteFrom('documents')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .returning(['sha256', 'rendition_sha256'])
+    .execute();
+  if (rows.length === 0) throw notFound('Document');
+  return rows.flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null);
 }
 
 /** The hashes among `hashes` that no document refers to any more. */

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import { AppError, notFound } from '../domain/errors.js';
-import { defaultLabel, validateField, type FieldSpec } from '../domain/fields.js';
+import { AppError, invalid, notFound } from '../domain/errors.js';
+import { defaultLabel, MAX_FIELDS_PER_DOCUMENT, validateField, type FieldSpec } from '../domain/fields.js';
 import { newId } from '../domain/ids.js';
 import type { Store } from './db.js';
 import { liveDocuments, toField, type FieldView } from './documents.js';
@@ -16,6 +16,12 @@ export type FieldPatch = Partial<FieldSpec> & { order?: number };
 
 function siblings(documentId: string): Siblings {
   return { table: 'document_fields', parentColumn: 'document_id', parentId: documentId };
+}
+
+/** The definition part of a stored field, keys in the order `withDefaults` writes them. */
+function specOf(field: FieldView): FieldSpec {
+  const { label, type, pageNumber, x, y, width, height, isRequired, isReadOnly, assigneeRole, defaultValue, direction, options } = field;
+  return { label, type, pageNumber, x, y, width, height, isRequired, isReadOnly, assigneeRole, defaultValue, direction, options };
 }
 
 export function withDefaults(input: FieldInput): FieldSpec {
@@ -61,7 +67,8 @@ function toRow(id: string, documentId: string, spec: FieldSpec, position: number
 
 /**
  * Runs `work` in a transaction holding the document's row lock, after checking that the document
- * exists in the workspace and is not archived; marks the draft changed afterwards.
+ * exists in the workspace and is not archived; marks the draft changed afterwards, unless `work`
+ * answers `{ changed: false }`.
  */
 async function editDocument<T>(
   store: Store,
@@ -74,11 +81,14 @@ async function editDocument<T>(
     if (!document) throw notFound('Document');
     if (document.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only: its fields cannot change.');
     const result = await work(trx, document);
-    await trx
-      .updateTable('documents')
-      .set({ has_unpublished_changes: 1, updated_at: new Date().toISOString() })
-      .where('id', '=', documentId)
-      .execute();
+    const unchanged = typeof result === 'object' && result !== null && (result as { changed?: boolean }).changed === false;
+    if (!unchanged) {
+      await trx
+        .updateTable('documents')
+        .set({ has_unpublished_changes: 1, updated_at: new Date().toISOString() })
+        .where('id', '=', documentId)
+        .execute();
+    }
     return result;
   });
 }
@@ -101,6 +111,9 @@ export async function createFields(
       return spec;
     });
     const count = await countSiblings(trx, siblings(documentId));
+    if (count + inputs.length > MAX_FIELDS_PER_DOCUMENT) {
+      throw invalid(inputs.length > 1 ? 'fields' : '', `a document holds at most ${MAX_FIELDS_PER_DOCUMENT} fields; it has ${count}`);
+    }
     let position = inputs.length === 1 ? clampPosition(inputs[0]!.order, count) : count;
     if (position < count) await openGap(trx, siblings(documentId), position);
     const now = new Date().toISOString();
@@ -110,11 +123,20 @@ export async function createFields(
   });
 }
 
-export async function listDocumentFields(db: Kysely<Database>, workspaceId: string, documentId: string): Promise<FieldView[]> {
+/** One page of a document's fields in order, and how many it has. */
+export async function listDocumentFields(
+  db: Kysely<Database>,
+  workspaceId: string,
+  documentId: string,
+  page: { offset: number; limit: number },
+): Promise<{ items: FieldView[]; total: number }> {
   const document = await liveDocuments(db, workspaceId).select('id').where('id', '=', documentId).executeTakeFirst();
   if (!document) throw notFound('Document');
-  const rows = await db.selectFrom('document_fields').selectAll().where('document_id', '=', documentId).orderBy('position').execute();
-  return rows.map(toField);
+  const [total, rows] = await Promise.all([
+    countSiblings(db, siblings(documentId)),
+    db.selectFrom('document_fields').selectAll().where('document_id', '=', documentId).orderBy('position').limit(page.limit).offset(page.offset).execute(),
+  ]);
+  return { items: rows.map(toField), total };
 }
 
 export async function updateField(store: Store, workspaceId: string, documentId: string, fieldId: string, patch: FieldPatch): Promise<FieldView> {
@@ -123,19 +145,22 @@ export async function updateField(store: Store, workspaceId: string, documentId:
     if (!row) throw notFound('Field');
     const current = toField(row);
     const { order, ...changes } = patch;
-    const merged: FieldSpec = { ...current, ...changes, options: changes.options ?? current.options };
+    const merged: FieldSpec = { ...specOf(current), ...changes, options: changes.options ?? current.options };
     // Checked whole: a change of type away from a choice type must also send `options` without choices.
     validateField(merged, Number(document.page_count));
     let position = current.order;
     if (order !== undefined) {
       const count = await countSiblings(trx, siblings(documentId));
       position = Math.min(clampPosition(order, count), count - 1);
-      await shiftBetween(trx, siblings(documentId), current.order, position);
     }
+    if (position === current.order && JSON.stringify(merged) === JSON.stringify(specOf(current))) {
+      return { field: current, changed: false };
+    }
+    await shiftBetween(trx, siblings(documentId), current.order, position);
     const updated = toRow(row.id, documentId, merged, position, row.created_at, new Date().toISOString());
     await trx.updateTable('document_fields').set(updated).where('id', '=', fieldId).execute();
-    return toField(updated);
-  });
+    return { field: toField(updated), changed: true };
+  }).then((result) => result.field);
 }
 
 export async function deleteField(store: Store, workspaceId: string, documentId: string, fieldId: string): Promise<void> {

@@ -147,26 +147,29 @@ export interface KeyVerifier {
  * are never remembered, so a key works the moment it is created.
  */
 export function createKeyVerifier(db: Kysely<Database>, ttlMs: number, maxEntries = 10_000): KeyVerifier {
+  // Keyed by the key's hash, so that no secret sits in this map; least recently used goes first.
   const cache = new Map<string, { principal: Principal; until: number }>();
   return {
     verify(candidate, now) {
-      if (ttlMs <= 0) return verifyKey(db, candidate, now);
+      if (ttlMs <= 0 || !looksLikeKey(candidate)) return verifyKey(db, candidate, now);
       const at = now.getTime();
-      const cached = cache.get(candidate);
+      const id = hashKey(candidate);
+      const cached = cache.get(id);
       if (cached && cached.until > at) {
         const { expiresAt } = cached.principal;
         if (expiresAt !== null && expiresAt <= at) {
-          cache.delete(candidate);
+          cache.delete(id);
           return { ok: false, reason: 'expired' };
         }
+        cache.delete(id);
+        cache.set(id, cached);
         return { ok: true, principal: cached.principal };
       }
       return verifyKey(db, candidate, now).then((check) => {
+        cache.delete(id);
         if (check.ok) {
-          if (cache.size >= maxEntries) cache.clear();
-          cache.set(candidate, { principal: check.principal, until: at + ttlMs });
-        } else {
-          cache.delete(candidate);
+          if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+          cache.set(id, { principal: check.principal, until: at + ttlMs });
         }
         return check;
       });

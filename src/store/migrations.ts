@@ -114,7 +114,6 @@ const MIGRATIONS: Migration[] = [
 export async function migrate(store: Store): Promise<string[]> {
   const { db, dialect } = store;
   return db.connection().execute(async (conn) => {
-    await sql`create table if not exists schema_migrations (id text primary key, applied_at text not null)`.execute(conn);
     if (dialect === 'postgres') {
       await sql`begin`.execute(conn);
       // Any constant will do: it only has to be the same for every formsign process.
@@ -123,6 +122,7 @@ export async function migrate(store: Store): Promise<string[]> {
       await sql`begin immediate`.execute(conn);
     }
     try {
+      await sql`create table if not exists schema_migrations (id text primary key, applied_at text not null)`.execute(conn);
       const done = new Set((await conn.selectFrom('schema_migrations').select('id').execute()).map((r) => r.id));
       const applied: string[] = [];
       for (const migration of MIGRATIONS) {

@@ -133,7 +133,8 @@ describe('documents', () => {
   });
 
   describe('hostile and broken uploads get their status and leave no row and no file', () => {
-    const cases: Array<[string, () => Promise<Part[]>, number, string]> = [
+    type Raw = { raw: Buffer; headers: Record<string, string> };
+    const cases: Array<[string, () => Promise<Part[] | Raw>, number, string]> = [
       ['a 0-byte file', async () => [file(Buffer.alloc(0))], 415, 'unsupported_file_type'],
       ['text named .pdf', async () => [file('just some text, not a PDF at all\n')], 415, 'unsupported_file_type'],
       ['a PDF signature with nothing behind it', async () => [file('%PDF-1.7\n')], 422, 'unreadable_document'],
@@ -155,6 +156,18 @@ describe('documents', () => {
       ['a DOCX whose metadata declares entities', async () => [
         file(await makeDocx({ extra: [{ name: 'docProps/custom.xml', data: '<?xml version="1.0"?><!DOCTYPE lol [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><Properties>&b;</Properties>' }] }), 'lol.docx'),
       ], 422, 'unreadable_document'],
+      ['a DOCX whose document is UTF-16, hiding an external entity from a byte scan', async () => [
+        file(await makeDocx({ documentXml: Buffer.from('\ufeff<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>', 'utf16le') }), 'utf16.docx'),
+      ], 422, 'unreadable_document'],
+      ['a DOCX linking an external image (LibreOffice would fetch it)', async () => [
+        file(await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="http://169.254.169.254/latest/meta-data" TargetMode="External"/></Relationships>' }] }), 'ssrf.docx'),
+      ], 422, 'unreadable_document'],
+      ['a DOCX claiming five billion pages', async () => [file(await makeDocx({ pages: 5_000_000_000 }), 'pages.docx')], 422, 'unreadable_document'],
+      ['a multipart body cut off in the middle of the file', async () => {
+        const body = multipart([file(await makePdf([{ width: 612, height: 792 }]))]);
+        return { raw: body.payload.subarray(0, body.payload.length - 60), headers: body.headers };
+      }, 400, 'validation_failed'],
+      ['a multipart content type without a boundary', async () => ({ raw: Buffer.from('--x\r\n'), headers: { 'content-type': 'multipart/form-data' } }), 400, 'validation_failed'],
       ['no file part', async () => [{ name: 'title', data: 'No file' }], 400, 'validation_failed'],
       ['a file under another part name', async () => [{ name: 'document', data: '%PDF-1.4', filename: 'a.pdf' }], 400, 'validation_failed'],
       ['two file parts', async () => {
@@ -167,7 +180,10 @@ describe('documents', () => {
       it(name, async () => {
         const rows = await rowCount();
         const blobsBefore = filesUnder(path.join(ctx.dataDir, 'blobs'));
-        const res = await upload(await build());
+        const built = await build();
+        const res = Array.isArray(built)
+          ? await upload(built)
+          : await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...built.headers }, payload: built.raw });
         assert.equal(res.statusCode, status, res.body);
         assert.equal(res.json().code, code);
         assert.equal(res.json().success, false);
@@ -176,6 +192,17 @@ describe('documents', () => {
         assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'tmp')), [], 'no temporary file');
       });
     }
+
+    it('a DOCX with an ordinary external hyperlink is fine', async () => {
+      const docx = await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId5" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink" Target="https://example.com/terms" TargetMode="External"/></Relationships>' }] });
+      assert.equal((await upload([file(docx, 'links.docx')])).statusCode, 201);
+    });
+
+    it('a title with control characters is refused', async () => {
+      const res = await upload([file(await makePdf([{ width: 612, height: 792 }])), { name: 'title', data: 'a\u0000b' }]);
+      assert.equal(res.statusCode, 400);
+      assert.match(res.json().hint, /title: must not contain control characters/);
+    });
 
     it('a body that is not multipart is 415', async () => {
       const json = await ctx.app.inject({ method: 'POST', url: DOCS, headers, payload: { file: 'x' } });

@@ -73,6 +73,7 @@ describe('document fields', () => {
       [{ ...box, type: 'date', options: { colour: 'red' } }, /options: unknown key "colour"/],
       [{ ...box, type: 'short_text', defaultValue: '__today__' }, /defaultValue: "__today__" is only for date fields/],
       [{ ...box, type: 'date', defaultValue: '31/12/2026' }, /defaultValue: must be a date YYYY-MM-DD/],
+      [{ ...box, type: 'date', defaultValue: '2026-02-29' }, /defaultValue: must be a date YYYY-MM-DD/],
       [{ ...box, type: 'mcq', options: { choices: ['a', 'b'] }, defaultValue: 'c' }, /defaultValue: must be one of options\.choices/],
       [{ ...box, type: 'digital_signature', defaultValue: 'x' }, /defaultValue: a digital_signature field cannot have a default value/],
       [{ ...box, type: 'date', direction: 'up' }, /direction: must be one of|direction: must be/],
@@ -167,6 +168,13 @@ describe('document fields', () => {
     assert.match((await put(doc, field.id, { id: 'x' })).json().hint, /unknown key "id"/);
 
     await ctx.store.db.updateTable('documents').set({ has_unpublished_changes: 0 }).where('id', '=', doc).execute();
+    const before = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}`, headers })).json().data;
+    const same = await put(doc, field.id, { x: 0.5 });
+    assert.equal(same.statusCode, 200);
+    const after = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}`, headers })).json().data;
+    assert.equal(after.hasUnpublishedChanges, false, 'a PUT that changes nothing is not a change');
+    assert.equal(after.updatedAt, before.updatedAt);
+    assert.equal(same.json().data.updatedAt, before.fields[0].updatedAt);
     await ctx.app.inject({ method: 'DELETE', url: url(doc, `/${field.id}`), headers });
     draft = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}`, headers })).json().data;
     assert.equal(draft.hasUnpublishedChanges, true);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { multipart } from '../helpers/files.js';
 
 const FORMS = '/api/v1/forms';
 
@@ -109,6 +110,38 @@ describe('forms CRUD', () => {
     assert.equal(after, before);
   });
 
+  it('refuses NUL characters, absurd nesting and multipart bodies where JSON is expected', async () => {
+    const nul = await create({ title: 'a\u0000b' });
+    assert.equal(nul.statusCode, 400);
+    assert.match(nul.json().hint, /title: must not contain the NUL character/);
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = { d: deep };
+    const nested = await create({ title: 'deep', settings: deep });
+    assert.equal(nested.statusCode, 400);
+    assert.match(nested.json().hint, /nested more than 32 levels/);
+    let huge = '1';
+    for (let i = 0; i < 100_000; i++) huge = `[${huge}]`;
+    const enormous = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: `{"title":"x","settings":{"a":${huge}}}` });
+    assert.equal(enormous.statusCode, 400, enormous.body);
+    const form = (await create({ title: 'target' })).json().data;
+    const body = multipart([{ name: 'title', data: 'x' }]);
+    const asMultipart = await ctx.app.inject({ method: 'PUT', url: `${FORMS}/${form.id}`, headers: { ...headers, ...body.headers }, payload: body.payload });
+    assert.equal(asMultipart.statusCode, 415);
+    assert.equal(asMultipart.json().code, 'unsupported_media_type');
+  });
+
+  it('answers URLs the router cannot read, and over-long ids, in the envelope with all headers', async () => {
+    for (const url of [`${FORMS}/%E0%A4%A`, `${FORMS}/${'x'.repeat(600)}`]) {
+      const res = await ctx.app.inject({ method: 'GET', url, headers });
+      assert.equal(res.statusCode, 404, url);
+      assert.equal(res.json().code, 'not_found');
+      assert.ok(res.headers['x-request-id']);
+      assert.ok(res.headers['x-ratelimit-remaining'], url);
+    }
+    const noKey = await ctx.app.inject({ method: 'GET', url: `${FORMS}/%E0%A4%A` });
+    assert.equal(noKey.statusCode, 401);
+  });
+
   it('answers malformed JSON, wrong content types, empty and oversized bodies in the envelope', async () => {
     const post = (payload: string, contentType: string) =>
       ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': contentType }, payload });
@@ -159,7 +192,8 @@ describe('forms CRUD', () => {
     const past = (await list('?page=9')).json();
     assert.deepEqual(past, { success: true, data: [], meta: { total: 25, page: 9, limit: 20 } });
 
-    for (const bad of ['?page=0', '?page=-1', '?page=abc', '?page=1.5', '?limit=0', '?limit=abc', '?limit=', '?page=', '?page=1&page=2', '?page=99999999999999']) {
+    assert.deepEqual((await list('?limit=99999999999999999999')).json().meta, { total: 25, page: 1, limit: 100 });
+    for (const bad of ['?page=0', '?page=-1', '?page=abc', '?page=1.5', '?page=1.0', '?page=0x10', '?page=%205', '?page=+5', '?limit=1e3', '?limit=Infinity', '?limit=0', '?limit=abc', '?limit=', '?page=', '?page=1&page=2', '?page=99999999999999', '?page=1000000001']) {
       const res = await list(bad);
       assert.equal(res.statusCode, 400, bad);
       assert.equal(res.json().code, 'invalid_pagination', bad);

@@ -133,7 +133,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     pdf,
     libreOffice: options.libreOffice === undefined ? testLibreOffice() : options.libreOffice,
     maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
-    logLevel: 'silent',
+    logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
     now: options.now,
     keyCacheTtlMs: options.keyCacheTtlMs,
   });

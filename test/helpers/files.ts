@@ -50,7 +50,7 @@ export interface DocxOptions {
   pages?: number | null;
   /** Page size in twentieths of a point (Letter is 12240 × 15840). */
   pageSize?: { w: number; h: number } | null;
-  documentXml?: string;
+  documentXml?: string | Buffer;
   extra?: Array<{ name: string; data: Buffer | string; compress?: boolean }>;
   omitDocument?: boolean;
 }
@@ -69,7 +69,7 @@ export async function makeDocx(options: DocxOptions = {}): Promise<Buffer> {
   );
   const size = options.pageSize === undefined ? { w: 12240, h: 15840 } : options.pageSize;
   const pgSz = size ? `<w:pgSz w:w="${size.w}" w:h="${size.h}"/>` : '';
-  const paragraphs = Array.from({ length: Math.max(1, options.pages ?? 1) }, (_, i) =>
+  const paragraphs = Array.from({ length: Math.min(50, Math.max(1, options.pages ?? 1)) }, (_, i) =>
     `<w:p><w:r>${i > 0 ? '<w:br w:type="page"/>' : ''}<w:t>Page ${i + 1} of a test contract.</w:t></w:r></w:p>`,
   ).join('');
   if (!options.omitDocument) {

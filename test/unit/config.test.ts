@@ -30,7 +30,7 @@ describe('configuration', () => {
       RATE_LIMIT_PER_MINUTE: '1000',
       MAX_UPLOAD_BYTES: '1024',
       LOG_LEVEL: 'WARN',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '10.0.0.0/8, 192.168.1.1',
       SOFFICE_PATH: 'off',
     });
     assert.equal(config.host, '0.0.0.0');
@@ -41,7 +41,10 @@ describe('configuration', () => {
     assert.equal(config.rateLimitPerMinute, 1000);
     assert.equal(config.maxUploadBytes, 1024);
     assert.equal(config.logLevel, 'warn');
-    assert.equal(config.trustProxy, true);
+    assert.equal(config.trustProxy, '10.0.0.0/8,192.168.1.1');
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, 1, 'true means one proxy, never "trust anyone"');
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
     assert.equal(config.soffice, 'off');
     assert.equal(loadConfig({ DATABASE_URL: 'postgresql://x/y' }).databaseUrl, 'postgresql://x/y');
     assert.equal(loadConfig({ PORT: '' }).port, 3000, 'an empty value is unset');
@@ -60,6 +63,7 @@ describe('configuration', () => {
       [{ REDIS_URL: 'http://localhost' }, 'REDIS_URL'],
       [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+      [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY'],
     ];
     for (const [env, variable] of bad) {
       assert.throws(

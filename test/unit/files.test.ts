@@ -122,13 +122,21 @@ describe('blob store and start-up sweep', () => {
     const young = await write('young');
     const old = new Date(Date.now() - 3_600_000);
     for (const sha of [kept, orphan]) fs.utimesSync(blobs.pathOf(sha), old, old);
-    // A temporary file of a process that is gone, and one of this (live) process.
-    fs.writeFileSync(path.join(root, 'tmp', '999999999-dead'), 'x');
+    // Temporary files: of a process that is gone; of an earlier process that had this pid (a
+    // restarted container); of another host, recent and old; and one of this live process.
+    const host = os.hostname().replace(/[^A-Za-z0-9.]/g, '_');
+    const tmp = (name: string) => path.join(root, 'tmp', name);
+    fs.writeFileSync(tmp(`${host}-999999999-aaaaaaaaaaaa-01`), 'dead process');
+    fs.writeFileSync(tmp(`${host}-${process.pid}-bbbbbbbbbbbb-02`), 'recycled pid');
+    fs.writeFileSync(tmp('otherhost-12-cccccccccccc-03'), 'another host, recent');
+    fs.writeFileSync(tmp('otherhost-13-dddddddddddd-04'), 'another host, a day old');
+    fs.utimesSync(tmp('otherhost-13-dddddddddddd-04'), new Date(Date.now() - 25 * 3_600_000), new Date(Date.now() - 25 * 3_600_000));
     const mine = await blobs.createTemp();
     fs.writeFileSync(mine.path, 'in flight');
 
     const result = await sweepBlobs(blobs, async () => new Set([kept]), 600_000);
-    assert.deepEqual(result, { temps: 1, blobs: 1 });
+    assert.deepEqual(result, { temps: 3, blobs: 1 });
+    assert.deepEqual(fs.readdirSync(path.join(root, 'tmp')).sort(), [path.basename(mine.path), 'otherhost-12-cccccccccccc-03'].sort());
     const left = [];
     for await (const b of blobs.list()) left.push(b.sha256);
     assert.deepEqual(left.sort(), [kept, young].sort(), 'the young unreferenced blob is spared by the grace period');
@@ -136,7 +144,9 @@ describe('blob store and start-up sweep', () => {
     assert.deepEqual(await sweepBlobs(blobs, async () => new Set([kept]), 0), { temps: 0, blobs: 1 });
     const opened = await blobs.open(kept);
     assert.equal(opened.size, 4);
-    opened.stream.destroy();
+    const chunks: Buffer[] = [];
+    for await (const chunk of opened.stream) chunks.push(chunk as Buffer);
+    assert.equal(Buffer.concat(chunks).toString(), 'kept');
     await assert.rejects(blobs.open(orphan), { code: 'ENOENT' });
     fs.rmSync(root, { recursive: true });
   });

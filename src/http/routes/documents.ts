@@ -2,16 +2,16 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
-import { HashLocks } from '../../blobs/locks.js';
 import type { BlobStore, TempBlob } from '../../blobs/store.js';
 import { AppError, invalid, notFound } from '../../domain/errors.js';
 import { isId, newId } from '../../domain/ids.js';
 import { analyzeUpload, MIME, UnsupportedFileType, type AnalyzeDeps } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
-import { cleanup as cleanupRendition } from '../../files/libreoffice.js';
+import { cleanup as cleanupRendition, ConverterBusy } from '../../files/libreoffice.js';
+import { withBlobLock } from '../../store/blob-locks.js';
 import type { Store } from '../../store/db.js';
 import {
   deleteDocument,
@@ -20,6 +20,7 @@ import {
   listDocuments,
   listFields,
   toDocument,
+  unreferenced,
   updateDocument,
 } from '../../store/documents.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
@@ -34,7 +35,6 @@ export interface DocumentRouteDeps extends AnalyzeDeps {
   maxUploadBytes: number;
 }
 
-const hashLocks = new HashLocks();
 
 export function documentId(id: string): string {
   if (!isId(id)) throw notFound('Document');
@@ -45,7 +45,8 @@ export function documentId(id: string): string {
 export function cleanFilename(raw: string | undefined): string {
   const base = (raw ?? '').split(/[\\/]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  // Control characters, and bidirectional overrides that could disguise the name's extension.
+  const clean = base.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
   return [...clean].slice(0, 255).join('') || 'document';
 }
 
@@ -105,12 +106,31 @@ async function receive(request: FastifyRequest, temp: TempBlob, maxBytes: number
   return { ...received, title };
 }
 
+/** What an upload failure means for the client. */
+function asUploadError(error: unknown, maxBytes: number): unknown {
+  if (error instanceof AppError) return error;
+  if (error instanceof UnsupportedFileType) {
+    return new AppError('unsupported_file_type', 'Only PDF (starting with %PDF-) and DOCX (a ZIP holding word/document.xml) files are accepted; the type is read from the bytes, not the name.');
+  }
+  if (error instanceof UnreadableDocument) return new AppError('unreadable_document', `The document cannot be read: ${error.message}.`);
+  if (error instanceof ConverterBusy) return new AppError('unavailable', error.message);
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(maxBytes);
+  // busboy's words for a body that is not well-formed multipart.
+  if (typeof message === 'string' && /^(Multipart: |Unexpected end of (multipart data|form|file)|Malformed part header|Part terminated early|Unsupported Content-Type|Boundary required)/.test(message)) {
+    return new AppError('validation_failed', `The multipart body is malformed (${message}).`);
+  }
+  return error;
+}
+
 function fileTooLarge(maxBytes: number): AppError {
-  return new AppError('file_too_large', `The file is larger than ${maxBytes} bytes, the most this service accepts.`, { connection: 'close' });
+  return new AppError('file_too_large', `The file is larger than ${maxBytes} bytes, the most this service accepts.`);
 }
 
 function checkTitle(title: string | undefined): string | undefined {
   if (title === undefined) return undefined;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(title)) throw invalid('title', 'must not contain control characters');
   const trimmed = title.trim();
   if (trimmed.length === 0) throw invalid('title', 'must not be blank');
   if ([...trimmed].length > 200) throw invalid('title', 'must be at most 200 characters long');
@@ -148,68 +168,78 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
         throw new AppError('unsupported_media_type', 'Upload the document as multipart/form-data with a part named "file".');
       }
       const workspaceId = workspaceOf(request);
-      const temp = await blobs.createTemp();
-      let rendition: { temp: TempBlob; sha256: string } | null = null;
-      let renditionPath: string | null = null;
       try {
-        let upload: ReceivedUpload;
-        try {
-          upload = await receive(request, temp, deps.maxUploadBytes);
-        } catch (error) {
-          if ((error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw fileTooLarge(deps.maxUploadBytes);
-          throw error;
-        }
-        const title = checkTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
-        let analysis;
-        try {
-          analysis = await analyzeUpload(temp.path, deps);
-        } catch (error) {
-          if (error instanceof UnsupportedFileType) {
-            throw new AppError('unsupported_file_type', 'Only PDF (starting with %PDF-) and DOCX (a ZIP holding word/document.xml) files are accepted; the type is read from the bytes, not the name.');
-          }
-          if (error instanceof UnreadableDocument) throw new AppError('unreadable_document', `The document cannot be read: ${error.message}.`);
-          throw error;
-        }
-        renditionPath = analysis.renditionPath;
-        if (renditionPath) rendition = await copyIntoTemp(blobs, renditionPath);
-
-        // Files first, then the row: a crash or a database error in between leaves only
-        // unreferenced blobs, which the start-up sweep removes; never a row without its file.
-        const hashes = rendition ? [upload.sha256, rendition.sha256] : [upload.sha256];
-        const now = new Date().toISOString();
-        const document = await hashLocks.with(hashes, async () => {
-          await blobs.commit(temp, upload.sha256);
-          if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
-          return insertDocument(store.db, {
-          id: newId(),
-          workspace_id: workspaceId,
-          title,
-          status: 'draft',
-          original_filename: upload.filename,
-          file_type: analysis.fileType,
-          mime_type: MIME[analysis.fileType],
-          size_bytes: upload.sizeBytes,
-          sha256: upload.sha256,
-          rendition_sha256: rendition?.sha256 ?? null,
-          page_source: analysis.pageSource,
-          page_count: analysis.pageCount,
-          page_dimensions: JSON.stringify(analysis.pageDimensions),
-          current_version: null,
-          has_unpublished_changes: 1,
-          deleted_at: null,
-          created_at: now,
-          updated_at: now,
-          });
-        });
-        reply.code(201).header('location', `/api/v1/documents/${document.id}`);
-        return { success: true, data: document };
-      } finally {
-        await temp.discard();
-        if (rendition) await rendition.temp.discard();
-        if (renditionPath) await cleanupRendition(renditionPath);
+        return await storeUpload(request, reply, workspaceId);
+      } catch (error) {
+        // The rest of a refused upload is not read: the connection cannot be used again.
+        reply.header('connection', 'close');
+        throw asUploadError(error, deps.maxUploadBytes);
       }
     },
   });
+
+  async function storeUpload(request: FastifyRequest, reply: FastifyReply, workspaceId: string) {
+    const temp = await blobs.createTemp();
+    let rendition: { temp: TempBlob; sha256: string } | null = null;
+    let renditionPath: string | null = null;
+    try {
+      const upload = await receive(request, temp, deps.maxUploadBytes);
+      const title = checkTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
+      const analysis = await analyzeUpload(temp.path, deps);
+      renditionPath = analysis.renditionPath;
+      if (renditionPath) rendition = await copyIntoTemp(blobs, renditionPath);
+
+      // Files first, then the row, in one section that owns these hashes: a crash in between
+      // leaves only unreferenced blobs, which the start-up sweep removes; never a row without its file.
+      const hashes = rendition ? [upload.sha256, rendition.sha256] : [upload.sha256];
+      const now = new Date().toISOString();
+      const row = {
+        id: newId(),
+        workspace_id: workspaceId,
+        title,
+        status: 'draft',
+        original_filename: upload.filename,
+        file_type: analysis.fileType,
+        mime_type: MIME[analysis.fileType],
+        size_bytes: upload.sizeBytes,
+        sha256: upload.sha256,
+        rendition_sha256: rendition?.sha256 ?? null,
+        page_source: analysis.pageSource,
+        page_count: analysis.pageCount,
+        page_dimensions: JSON.stringify(analysis.pageDimensions),
+        current_version: null,
+        has_unpublished_changes: 1,
+        deleted_at: null,
+        created_at: now,
+        updated_at: now,
+      };
+      let document;
+      try {
+        document = await withBlobLock(store, hashes, async (trx) => {
+          await blobs.commit(temp, upload.sha256);
+          if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
+          return insertDocument(trx, row);
+        });
+      } catch (error) {
+        await removeUnreferenced(hashes).catch(() => {});
+        throw error;
+      }
+      reply.code(201).header('location', `/api/v1/documents/${document.id}`);
+      return { success: true, data: document };
+    } finally {
+      await temp.discard();
+      if (rendition) await rendition.temp.discard();
+      if (renditionPath) await cleanupRendition(renditionPath);
+    }
+  }
+
+  /** Removes the blobs among `hashes` that no row refers to any more. */
+  async function removeUnreferenced(hashes: string[]): Promise<void> {
+    if (hashes.length === 0) return;
+    await withBlobLock(store, hashes, async (trx) => {
+      for (const hash of await unreferenced(trx, hashes)) await blobs.delete(hash);
+    });
+  }
 
   app.get<{ Querystring: Static<typeof ListDocumentsQuery> }>('/api/v1/documents', {
     config: { grants: ['documents:read'] },
@@ -269,19 +299,10 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     schema: { tags, summary: 'Delete a document (soft; ?permanent=true removes it and its file)', params: DocumentParams, querystring: DeleteQuery, response: responses(200, Deleted) },
     handler: async (request) => {
       const id = documentId(request.params.id);
-      const workspaceId = workspaceOf(request);
-      if (request.query.permanent === true) {
-        const row = await store.db.selectFrom('documents').select(['sha256', 'rendition_sha256']).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-        if (!row) throw notFound('Document');
-        const hashes = [row.sha256, row.rendition_sha256].filter((h): h is string => h !== null);
-        await hashLocks.with(hashes, async () => {
-          const orphans = await deleteDocument(store, workspaceId, id, true);
-          // After the commit: a crash before this leaves unreferenced blobs for the start-up sweep.
-          for (const hash of orphans) await blobs.delete(hash);
-        });
-      } else {
-        await deleteDocument(store, workspaceId, id, false);
-      }
+      const hashes = await deleteDocument(store.db, workspaceOf(request), id, request.query.permanent === true);
+      // After the rows are gone. A crash or an error before this leaves unreferenced blobs,
+      // which the start-up sweep removes; the answer is 200 all the same, since the document is gone.
+      await removeUnreferenced(hashes).catch((error: unknown) => request.log.warn({ err: error }, 'could not remove a stored file'));
       return { success: true, data: { id, deleted: true } };
     },
   });

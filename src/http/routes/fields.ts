@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { notFound } from '../../domain/errors.js';
-import type { FieldType } from '../../domain/fields.js';
 import { isId } from '../../domain/ids.js';
 import type { Store } from '../../store/db.js';
-import { createFields, deleteField, listDocumentFields, updateField, type FieldInput, type FieldPatch } from '../../store/fields.js';
+import { createFields, deleteField, listDocumentFields, updateField } from '../../store/fields.js';
 import { applyPagination, listEnvelope, paginationQuery } from '../pagination.js';
 import { workspaceOf } from '../principal.js';
 import { Deleted, Ok, OkList, responses } from '../schemas/common.js';
@@ -28,8 +27,8 @@ export function fieldRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags, summary: 'List fields in order', params: DocumentParams, querystring: ListQuery, response: responses(200, OkList(FieldSchema)) },
     handler: async (request) => {
       const page = applyPagination(request.query);
-      const all = await listDocumentFields(store.db, workspaceOf(request), documentId(request.params.id));
-      return listEnvelope(all.slice(page.offset, page.offset + page.limit), all.length, page);
+      const { items, total } = await listDocumentFields(store.db, workspaceOf(request), documentId(request.params.id), page);
+      return listEnvelope(items, total, page);
     },
   });
 
@@ -38,7 +37,7 @@ export function fieldRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags, summary: 'Create a field', params: DocumentParams, querystring: NoQuery, body: CreateFieldBody, response: responses(201, Ok(FieldSchema)) },
     handler: async (request, reply) => {
       const id = documentId(request.params.id);
-      const [field] = await createFields(store, workspaceOf(request), id, [request.body as FieldInput]);
+      const [field] = await createFields(store, workspaceOf(request), id, [request.body]);
       reply.code(201).header('location', `/api/v1/documents/${id}/fields/${field!.id}`);
       return { success: true, data: field };
     },
@@ -56,8 +55,7 @@ export function fieldRoutes(app: FastifyInstance, store: Store): void {
     },
     handler: async (request, reply) => {
       const id = documentId(request.params.id);
-      const inputs = request.body.fields.map((f) => ({ ...f, type: f.type as FieldType }) as FieldInput);
-      const fields = await createFields(store, workspaceOf(request), id, inputs, (i) => `fields[${i}].`);
+      const fields = await createFields(store, workspaceOf(request), id, request.body.fields, (i) => `fields[${i}].`);
       reply.code(201);
       return { success: true, data: fields };
     },
@@ -67,7 +65,7 @@ export function fieldRoutes(app: FastifyInstance, store: Store): void {
     config: { grants: ['documents:write'] },
     schema: { tags, summary: 'Update a field (only the keys given)', params: FieldParams, querystring: NoQuery, body: UpdateFieldBody, response: responses(200, Ok(FieldSchema)) },
     handler: async (request) => {
-      const field = await updateField(store, workspaceOf(request), documentId(request.params.id), fieldId(request.params.fid), request.body as FieldPatch);
+      const field = await updateField(store, workspaceOf(request), documentId(request.params.id), fieldId(request.params.fid), request.body);
       return { success: true, data: field };
     },
   });

@@ -1,6 +1,10 @@
 import { Type, type TSchema } from 'typebox';
 import { ERROR_STATUS } from '../../domain/errors.js';
 
+/** One of a fixed list of strings, typed as their union (`{ type: string, enum: […] }`). */
+export const OneOf = <T extends string>(values: readonly T[], options: { description?: string } = {}) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
+
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });

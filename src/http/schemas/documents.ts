@@ -1,15 +1,12 @@
 import { Type } from 'typebox';
 import { paginationQuery } from '../pagination.js';
-import { Id, Nullable, Timestamp } from './common.js';
+import { DIRECTIONS, FIELD_TYPES } from '../../domain/fields.js';
+import { Id, Nullable, OneOf, Timestamp } from './common.js';
 import { FormStatus } from './forms.js';
+export { IdParams as DocumentParams } from './common.js';
 
-const FieldTypeSchema = Type.Union(
-  [
-    'digital_signature', 'initials', 'short_text', 'long_text', 'date', 'email', 'phone', 'number',
-    'yes_no', 'checkbox', 'mcq', 'multi_select', 'dropdown', 'rating', 'file_upload',
-  ].map((t) => Type.Literal(t)),
-);
-const DirectionSchema = Type.Union([Type.Literal('auto'), Type.Literal('ltr'), Type.Literal('rtl')]);
+const FieldTypeSchema = OneOf(FIELD_TYPES);
+const DirectionSchema = OneOf(DIRECTIONS);
 const Fraction = Type.Number({ minimum: 0, maximum: 1 });
 const FieldOptions = Type.Object(
   { choices: Type.Optional(Type.Array(Type.String({ maxLength: 500 }), { minItems: 1, maxItems: 500 })) },
@@ -29,12 +26,12 @@ export const DocumentSchema = Type.Object(
     title: Type.String(),
     status: FormStatus,
     originalFilename: Type.String(),
-    fileType: Type.Union([Type.Literal('pdf'), Type.Literal('docx')]),
+    fileType: OneOf(['pdf', 'docx'] as const),
     sizeBytes: Type.Integer({ minimum: 0 }),
     sha256: Type.String(),
     pageCount: Type.Integer({ minimum: 1 }),
     pageDimensions: Type.Array(PageDimension),
-    pageSource: Type.Union([Type.Literal('pdf'), Type.Literal('rendition'), Type.Literal('docx_metadata')], {
+    pageSource: OneOf(['pdf', 'rendition', 'docx_metadata'] as const, {
       description: 'Where the page count and sizes come from: the PDF, the LibreOffice rendition of a DOCX, or docProps/app.xml of a DOCX',
     }),
     currentVersion: Nullable(Type.Integer({ minimum: 1 })),
@@ -120,5 +117,4 @@ export const UpdateDocumentBody = Type.Object(
 );
 
 export const ListDocumentsQuery = Type.Object({ ...paginationQuery, status: Type.Optional(FormStatus) }, { additionalProperties: false });
-export const DocumentParams = Type.Object({ id: Type.String() });
 export const FieldParams = Type.Object({ id: Type.String(), fid: Type.String() });

@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
 import { paginationQuery } from '../pagination.js';
-import { Id, Nullable, Timestamp } from './common.js';
+import { STATUSES } from '../../domain/status.js';
+import { Id, Nullable, OneOf, Timestamp } from './common.js';
 
-export const FormStatus = Type.Union([Type.Literal('draft'), Type.Literal('published'), Type.Literal('archived')]);
+export const FormStatus = OneOf(STATUSES);
 const Settings = Type.Record(Type.String(), Type.Unknown(), { description: 'Free JSON object, at most 64 KiB, kept as given.' });
 const Title = Type.String({ minLength: 1, maxLength: 200 });
 const Description = Nullable(Type.String({ maxLength: 1000 }));
