@@ -9,6 +9,7 @@ import { AppError } from './domain/errors.js';
 import { camelizeBody } from './http/casing.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
+import { contentRoutes } from './http/routes/content.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
@@ -177,6 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get(`${API_PREFIX}/openapi.json`, { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   operationRoutes(app, deps.store);
   formRoutes(app, deps.store);
+  contentRoutes(app, deps.store);
   documentRoutes(app, deps);
   fieldRoutes(app, deps.store);
 

@@ -6,6 +6,9 @@ export const QUESTION_TYPES = [
 ] as const;
 export type QuestionType = (typeof QUESTION_TYPES)[number];
 
+export const PRIORITIES = ['low', 'medium', 'high', 'critical'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
 /**
  * What kind of value a question's answer is, for rules and for checking answers:
  * `text` strings, `number`s, one `choice` of a list, several `choices`, a `boolean`, a `date`

@@ -5,6 +5,7 @@ import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
+import { questionCounts } from './form-content.js';
 import { preparedQuery } from './prepared.js';
 
 export interface Form {
@@ -39,7 +40,7 @@ export interface Page {
   limit: number;
 }
 
-function toForm(row: FormRow): Form {
+function toForm(row: FormRow, questionCount: number): Form {
   return {
     id: row.id,
     workspaceId: row.workspace_id,
@@ -49,8 +50,7 @@ function toForm(row: FormRow): Form {
     settings: JSON.parse(row.settings) as Record<string, unknown>,
     currentVersion: row.current_version === null ? null : Number(row.current_version),
     hasUnpublishedChanges: Boolean(row.has_unpublished_changes),
-    // Questions arrive with the form-content issue; until then a form has none.
-    questionCount: 0,
+    questionCount,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -76,17 +76,20 @@ export async function createForm(db: Kysely<Database>, workspaceId: string, inpu
     updated_at: now,
   };
   await db.insertInto('forms').values(row).execute();
-  return toForm(row);
+  return toForm(row, 0);
 }
 
-const formById = preparedQuery<FormRow, [string, string]>(2, (db: Kysely<Database>, workspaceId, id) =>
-  live(db, workspaceId!).selectAll().where('id', '=', id!),
+const formById = preparedQuery<FormRow & { question_count: number | string }, [string, string]>(2, (db: Kysely<Database>, workspaceId, id) =>
+  live(db, workspaceId!)
+    .selectAll('forms')
+    .select((eb) => eb.selectFrom('form_questions').select(eb.fn.countAll().as('n')).whereRef('form_questions.form_id', '=', 'forms.id').as('question_count'))
+    .where('id', '=', id!),
 );
 
 export async function getForm(db: Kysely<Database>, workspaceId: string, id: string): Promise<Form> {
   const [row] = await formById(db, workspaceId, id);
   if (!row) throw notFound('Form');
-  return toForm(row);
+  return toForm(row, Number(row.question_count));
 }
 
 export async function listForms(
@@ -101,7 +104,8 @@ export async function listForms(
     query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
     query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
   ]);
-  return { items: rows.map(toForm), total: Number(count.n) };
+  const counts = await questionCounts(db, rows.map((r) => r.id));
+  return { items: rows.map((r) => toForm(r, counts.get(r.id) ?? 0)), total: Number(count.n) };
 }
 
 export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch): Promise<Form> {
@@ -133,10 +137,11 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
     const contentChanged = Object.keys(changes).length > 0;
     if (contentChanged) changes.has_unpublished_changes = 1;
     if (status !== undefined && status !== current) changes.status = status;
-    if (Object.keys(changes).length === 0) return toForm(row);
+    const count = (await questionCounts(trx, [id])).get(id) ?? 0;
+    if (Object.keys(changes).length === 0) return toForm(row, count);
     changes.updated_at = new Date().toISOString();
     await trx.updateTable('forms').set(changes).where('id', '=', id).execute();
-    return toForm({ ...row, ...changes });
+    return toForm({ ...row, ...changes }, count);
   });
 }
 

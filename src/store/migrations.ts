@@ -108,6 +108,57 @@ const MIGRATIONS: Migration[] = [
       await db.schema.createIndex('document_fields_document_position').on('document_fields').columns(['document_id', 'position']).execute();
     },
   },
+  {
+    id: '0003_form_content',
+    async up(db) {
+      await db.schema
+        .createTable('form_sections')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('form_id', 'text', (c) => c.notNull().references('forms.id').onDelete('cascade'))
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('form_sections_form_position').on('form_sections').columns(['form_id', 'position']).execute();
+      await db.schema
+        .createTable('form_questions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('form_id', 'text', (c) => c.notNull().references('forms.id').onDelete('cascade'))
+        .addColumn('section_id', 'text', (c) => c.references('form_sections.id').onDelete('set null'))
+        .addColumn('question_text', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('is_required', 'integer', (c) => c.notNull())
+        .addColumn('is_pii', 'integer', (c) => c.notNull())
+        .addColumn('priority', 'text', (c) => c.notNull())
+        .addColumn('context', 'text')
+        .addColumn('options', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('form_questions_form_position').on('form_questions').columns(['form_id', 'position']).execute();
+      await db.schema.createIndex('form_questions_section').on('form_questions').column('section_id').execute();
+      await db.schema
+        .createTable('form_rules')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('form_id', 'text', (c) => c.notNull().references('forms.id').onDelete('cascade'))
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('target_question_id', 'text', (c) => c.references('form_questions.id').onDelete('cascade'))
+        .addColumn('target_section_id', 'text', (c) => c.references('form_sections.id').onDelete('cascade'))
+        .addColumn('match', 'text', (c) => c.notNull())
+        .addColumn('conditions', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('form_rules_form_position').on('form_rules').columns(['form_id', 'position']).execute();
+      await db.schema.createIndex('form_rules_target_question').on('form_rules').column('target_question_id').execute();
+      await db.schema.createIndex('form_rules_target_section').on('form_rules').column('target_section_id').execute();
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

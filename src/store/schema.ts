@@ -85,6 +85,48 @@ export interface DocumentFieldRow {
   updated_at: string;
 }
 
+export interface FormSectionRow {
+  id: string;
+  form_id: string;
+  title: string;
+  description: string | null;
+  position: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FormQuestionRow {
+  id: string;
+  form_id: string;
+  section_id: string | null;
+  question_text: string;
+  description: string | null;
+  type: string;
+  is_required: number;
+  is_pii: number;
+  priority: string;
+  context: string | null;
+  /** JSON object, snake_case keys. */
+  options: string;
+  position: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface FormRuleRow {
+  id: string;
+  form_id: string;
+  action: string;
+  target_question_id: string | null;
+  target_section_id: string | null;
+  match: string;
+  /** JSON array of `{ sourceQuestionId, operator, value }`. */
+  conditions: string;
+  position: number;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -95,6 +137,9 @@ export interface Database {
   api_keys: ApiKeyRow;
   forms: FormRow;
   documents: DocumentRow;
+  form_sections: FormSectionRow;
+  form_questions: FormQuestionRow;
+  form_rules: FormRuleRow;
   document_fields: DocumentFieldRow;
   schema_migrations: SchemaMigrationRow;
 }

@@ -3,10 +3,15 @@ import type { Static } from 'typebox';
 import { invalid, notFound } from '../../domain/errors.js';
 import { isId } from '../../domain/ids.js';
 import type { Store } from '../../store/db.js';
+import { loadContent } from '../../store/form-content.js';
 import { createForm, deleteForm, getForm, listForms, updateForm } from '../../store/forms.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
+import { QuestionSchema, RuleSchema, SectionSchema } from '../schemas/content.js';
 import { CreateFormBody, DeleteQuery, Form, ListFormsQuery, NoQuery, UpdateFormBody } from '../schemas/forms.js';
+import { Type } from 'typebox';
+
+const FormWithContent = Type.Intersect([Form, Type.Object({ sections: Type.Array(SectionSchema), questions: Type.Array(QuestionSchema), rules: Type.Array(RuleSchema) })]);
 import { workspaceOf } from '../principal.js';
 
 const SETTINGS_MAX_BYTES = 64 * 1024;
@@ -56,11 +61,11 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
 
   app.get<{ Params: Static<typeof IdParams> }>('/api/v1/forms/:id', {
     config: { grants: ['forms:read'] },
-    schema: { tags, summary: 'Get a form', params: IdParams, querystring: NoQuery, response: responses(200, Ok(Form)) },
-    handler: async (request) => ({
-      success: true,
-      data: await getForm(store.db, workspaceOf(request), formId(request.params.id)),
-    }),
+    schema: { tags, summary: 'Get a form with its sections, questions and rules', params: IdParams, querystring: NoQuery, response: responses(200, Ok(FormWithContent)) },
+    handler: async (request) => {
+      const form = await getForm(store.db, workspaceOf(request), formId(request.params.id));
+      return { success: true, data: { ...form, ...(await loadContent(store.db, form.id)) } };
+    },
   });
 
   app.put<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateFormBody> }>('/api/v1/forms/:id', {

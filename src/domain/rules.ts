@@ -1,0 +1,93 @@
+import { AppError, invalid } from './errors.js';
+import { findCycle, OPERATORS, valueProblem, type Condition, type LogicForm, type LogicQuestion, type LogicRule, type Operator } from './logic.js';
+
+/** A rule as a client sends it: the short form (one condition) or the full form, all keys optional on PUT. */
+export interface RuleInput {
+  action?: 'show' | 'hide';
+  targetQuestionId?: string | null;
+  targetSectionId?: string | null;
+  match?: 'all' | 'any';
+  conditions?: Array<{ sourceQuestionId: string; operator: Operator; value?: unknown }>;
+  sourceQuestionId?: string;
+  operator?: Operator;
+  value?: unknown;
+}
+
+export const MAX_CONDITIONS = 20;
+
+/**
+ * Merges an input (short or full form) over the current rule (none on create) into the full form.
+ * Sent conditions replace the old ones; a sent target replaces the old target.
+ */
+export function mergeRule(input: RuleInput, current: Omit<LogicRule, 'id'> | null): Omit<LogicRule, 'id'> {
+  const short = input.sourceQuestionId !== undefined || input.operator !== undefined || input.value !== undefined;
+  if (short && input.conditions !== undefined) {
+    throw invalid('conditions', 'send either the short form (sourceQuestionId, operator, value) or conditions, not both');
+  }
+  if (short && input.match !== undefined) throw invalid('match', 'goes with conditions (the full form); the short form has one condition');
+  let conditions: Condition[] | undefined;
+  if (short) {
+    if (input.sourceQuestionId === undefined) throw invalid('sourceQuestionId', 'is required with operator and value');
+    if (input.operator === undefined) throw invalid('operator', 'is required with sourceQuestionId');
+    conditions = [{ sourceQuestionId: input.sourceQuestionId, operator: input.operator, value: input.value }];
+  } else if (input.conditions !== undefined) {
+    conditions = input.conditions.map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value }));
+  }
+  const targetGiven = input.targetQuestionId !== undefined || input.targetSectionId !== undefined;
+  const targetQuestionId = targetGiven ? (input.targetQuestionId ?? null) : (current?.targetQuestionId ?? null);
+  const targetSectionId = targetGiven ? (input.targetSectionId ?? null) : (current?.targetSectionId ?? null);
+  const merged = {
+    action: input.action ?? current?.action,
+    targetQuestionId,
+    targetSectionId,
+    match: input.match ?? (short ? 'all' : current?.match ?? 'all'),
+    conditions: conditions ?? current?.conditions,
+  };
+  if (merged.action === undefined) throw invalid('action', 'is required: "show" or "hide"');
+  if (merged.conditions === undefined) throw invalid('conditions', 'is required: send sourceQuestionId, operator and value, or conditions');
+  return merged as Omit<LogicRule, 'id'>;
+}
+
+function label(form: LogicForm & { texts?: ReadonlyMap<string, string> }, node: string): string {
+  const [kind, id] = [node.slice(0, 1), node.slice(2)];
+  const text = form.texts?.get(id);
+  const shown = text ? ` "${text.length > 40 ? `${text.slice(0, 37)}…` : text}"` : '';
+  return kind === 'q' ? `question ${id}${shown}` : `section ${id}${shown}`;
+}
+
+/**
+ * Checks a rule against the form it belongs to (whose `rules` are the other rules): exactly one
+ * target of this form, sources of this form, operators and values that fit the source questions,
+ * and no loop of visibility. `texts` names questions and sections in a loop's hint.
+ */
+export function checkRule(rule: LogicRule, form: LogicForm & { texts?: ReadonlyMap<string, string> }): void {
+  const questions = new Map<string, LogicQuestion>(form.questions.map((q) => [q.id, q]));
+  const sections = new Set(form.sections.map((s) => s.id));
+  if ((rule.targetQuestionId === null) === (rule.targetSectionId === null)) {
+    throw invalid('targetQuestionId', 'give exactly one target: targetQuestionId or targetSectionId');
+  }
+  if (rule.targetQuestionId !== null && !questions.has(rule.targetQuestionId)) throw invalid('targetQuestionId', 'is not a question of this form');
+  if (rule.targetSectionId !== null && !sections.has(rule.targetSectionId)) throw invalid('targetSectionId', 'is not a section of this form');
+  if (rule.conditions.length === 0) throw invalid('conditions', 'must have at least 1 item');
+  if (rule.conditions.length > MAX_CONDITIONS) throw invalid('conditions', `must have at most ${MAX_CONDITIONS} items`);
+  rule.conditions.forEach((condition, i) => {
+    const at = `conditions[${i}]`;
+    const source = questions.get(condition.sourceQuestionId);
+    if (!source) throw invalid(`${at}.sourceQuestionId`, 'is not a question of this form');
+    if (!OPERATORS.includes(condition.operator)) throw invalid(`${at}.operator`, `must be one of ${OPERATORS.join(', ')}`);
+    if (condition.sourceQuestionId === rule.targetQuestionId) {
+      throw new AppError('rule_cycle', `The rule's target is its own source: ${label(form, `q:${condition.sourceQuestionId}`)} cannot decide its own visibility.`);
+    }
+    const problem = valueProblem(source, condition.operator, condition.value);
+    if (problem) throw invalid(problem.startsWith('operator') || problem.includes('cannot be a condition') ? `${at}.operator` : `${at}.value`, problem);
+  });
+  assertNoCycle({ ...form, rules: [...form.rules, rule] });
+}
+
+/** `400 rule_cycle` naming the loop, when the form's visibility depends on itself anywhere. */
+export function assertNoCycle(form: LogicForm & { texts?: ReadonlyMap<string, string> }): void {
+  const cycle = findCycle(form);
+  if (cycle) {
+    throw new AppError('rule_cycle', `These rules make visibility depend on itself: ${cycle.map((node) => label(form, node)).join(' → ')}.`);
+  }
+}

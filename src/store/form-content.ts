@@ -1,0 +1,394 @@
+import type { Kysely, Transaction } from 'kysely';
+import { AppError, invalid, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { LogicForm, LogicRule } from '../domain/logic.js';
+import { normalizeOptions } from '../domain/question-options.js';
+import type { Priority, QuestionType } from '../domain/questions.js';
+import { assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
+import type { Store } from './db.js';
+import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
+import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
+import { forUpdate } from './tx.js';
+
+
+export interface SectionView {
+  id: string;
+  formId: string;
+  title: string;
+  description: string | null;
+  order: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface QuestionView {
+  id: string;
+  formId: string;
+  sectionId: string | null;
+  questionText: string;
+  description: string | null;
+  type: QuestionType;
+  isRequired: boolean;
+  isPii: boolean;
+  priority: Priority;
+  context: string | null;
+  options: Record<string, unknown>;
+  order: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RuleView {
+  id: string;
+  formId: string;
+  action: 'show' | 'hide';
+  targetQuestionId: string | null;
+  targetSectionId: string | null;
+  match: 'all' | 'any';
+  conditions: Array<{ sourceQuestionId: string; operator: string; value: unknown }>;
+  order: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface FormContent {
+  sections: SectionView[];
+  questions: QuestionView[];
+  rules: RuleView[];
+}
+
+const toSection = (r: FormSectionRow): SectionView => ({
+  id: r.id, formId: r.form_id, title: r.title, description: r.description, order: Number(r.position), createdAt: r.created_at, updatedAt: r.updated_at,
+});
+const toQuestion = (r: FormQuestionRow): QuestionView => ({
+  id: r.id,
+  formId: r.form_id,
+  sectionId: r.section_id,
+  questionText: r.question_text,
+  description: r.description,
+  type: r.type as QuestionType,
+  isRequired: Boolean(r.is_required),
+  isPii: Boolean(r.is_pii),
+  priority: r.priority as Priority,
+  context: r.context,
+  options: JSON.parse(r.options) as Record<string, unknown>,
+  order: Number(r.position),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+const toRule = (r: FormRuleRow): RuleView => ({
+  id: r.id,
+  formId: r.form_id,
+  action: r.action as 'show' | 'hide',
+  targetQuestionId: r.target_question_id,
+  targetSectionId: r.target_section_id,
+  match: r.match as 'all' | 'any',
+  conditions: (JSON.parse(r.conditions) as RuleView['conditions']).map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value ?? null })),
+  order: Number(r.position),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export async function loadContent(db: Kysely<Database>, formId: string): Promise<FormContent> {
+  const [sections, questions, rules] = await Promise.all([
+    db.selectFrom('form_sections').selectAll().where('form_id', '=', formId).orderBy('position').execute(),
+    db.selectFrom('form_questions').selectAll().where('form_id', '=', formId).orderBy('position').execute(),
+    db.selectFrom('form_rules').selectAll().where('form_id', '=', formId).orderBy('position').execute(),
+  ]);
+  return { sections: sections.map(toSection), questions: questions.map(toQuestion), rules: rules.map(toRule) };
+}
+
+/** The content as the logic engine sees it, with names for hints. */
+export function logicOf(content: FormContent, exceptRuleId?: string): LogicForm & { texts: Map<string, string> } {
+  return {
+    sections: content.sections.map((s) => ({ id: s.id })),
+    questions: content.questions.map((q) => ({ id: q.id, type: q.type, sectionId: q.sectionId, isRequired: q.isRequired, options: q.options })),
+    rules: content.rules.filter((r) => r.id !== exceptRuleId).map(ruleLogic),
+    texts: new Map([...content.questions.map((q) => [q.id, q.questionText] as const), ...content.sections.map((s) => [s.id, s.title] as const)]),
+  };
+}
+
+function ruleLogic(r: RuleView): LogicRule {
+  return { id: r.id, action: r.action, targetQuestionId: r.targetQuestionId, targetSectionId: r.targetSectionId, match: r.match, conditions: r.conditions as LogicRule['conditions'] };
+}
+
+const siblings = (table: 'form_sections' | 'form_questions' | 'form_rules', formId: string): Siblings => ({ table, parentColumn: 'form_id', parentId: formId });
+
+/** The live form of the workspace, read for a lookup (404 when it is not there). */
+export async function requireForm(db: Kysely<Database>, workspaceId: string, formId: string): Promise<FormRow> {
+  const form = await db.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null).executeTakeFirst();
+  if (!form) throw notFound('Form');
+  return form;
+}
+
+/**
+ * Runs `work` in a transaction holding the form's row lock, after checking that the form exists
+ * in the workspace and is not archived, with the form's content loaded; marks the draft changed
+ * afterwards unless `work` answers `{ changed: false }`.
+ */
+async function editContent<T>(
+  store: Store,
+  workspaceId: string,
+  formId: string,
+  work: (trx: Transaction<Database>, content: FormContent) => Promise<T>,
+): Promise<T> {
+  return store.db.transaction().execute(async (trx) => {
+    const form = await forUpdate(
+      trx.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null),
+      store.dialect,
+    ).executeTakeFirst();
+    if (!form) throw notFound('Form');
+    if (form.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only: its questions, sections and rules cannot change.');
+    const result = await work(trx, await loadContent(trx, formId));
+    if ((result as { changed?: boolean } | null)?.changed !== false) {
+      await trx.updateTable('forms').set({ has_unpublished_changes: 1, updated_at: new Date().toISOString() }).where('id', '=', formId).execute();
+    }
+    return result;
+  });
+}
+
+/** Renumbers the rules of a form 0, 1, 2… in their current order (after rules were deleted). */
+async function compactRules(trx: Transaction<Database>, formId: string): Promise<void> {
+  const rows = await trx.selectFrom('form_rules').select(['id', 'position']).where('form_id', '=', formId).orderBy('position').execute();
+  for (const [i, row] of rows.entries()) {
+    if (Number(row.position) !== i) await trx.updateTable('form_rules').set({ position: i }).where('id', '=', row.id).execute();
+  }
+}
+
+// ---- sections ----------------------------------------------------------------------------------
+
+export interface SectionInput {
+  title?: string;
+  description?: string | null;
+  order?: number;
+}
+
+export async function createSection(store: Store, workspaceId: string, formId: string, input: SectionInput & { title: string }): Promise<SectionView> {
+  return editContent(store, workspaceId, formId, async (trx, content) => {
+    const position = clampPosition(input.order, content.sections.length);
+    await openGap(trx, siblings('form_sections', formId), position);
+    const now = new Date().toISOString();
+    const row: FormSectionRow = { id: newId(), form_id: formId, title: input.title, description: input.description ?? null, position, created_at: now, updated_at: now };
+    await trx.insertInto('form_sections').values(row).execute();
+    return toSection(row);
+  });
+}
+
+export async function updateSection(store: Store, workspaceId: string, formId: string, sectionId: string, input: SectionInput): Promise<SectionView> {
+  return editContent(store, workspaceId, formId, async (trx, content) => {
+    const current = content.sections.find((s) => s.id === sectionId);
+    if (!current) throw notFound('Section');
+    const position = input.order === undefined ? current.order : Math.min(clampPosition(input.order, content.sections.length), content.sections.length - 1);
+    const title = input.title ?? current.title;
+    const description = input.description === undefined ? current.description : input.description;
+    if (position === current.order && title === current.title && description === current.description) return { view: current, changed: false };
+    await shiftBetween(trx, siblings('form_sections', formId), current.order, position);
+    const updated_at = new Date().toISOString();
+    await trx.updateTable('form_sections').set({ title, description, position, updated_at }).where('id', '=', sectionId).execute();
+    return { view: { ...current, title, description, order: position, updatedAt: updated_at }, changed: true };
+  }).then((r) => r.view);
+}
+
+/** Deletes a section: its questions stay in the form without a section; rules that target it go (foreign key). */
+export async function deleteSection(store: Store, workspaceId: string, formId: string, sectionId: string): Promise<void> {
+  await editContent(store, workspaceId, formId, async (trx, content) => {
+    const current = content.sections.find((s) => s.id === sectionId);
+    if (!current) throw notFound('Section');
+    await trx.deleteFrom('form_sections').where('id', '=', sectionId).execute();
+    await closeGap(trx, siblings('form_sections', formId), current.order);
+    await compactRules(trx, formId);
+  });
+}
+
+// ---- questions ---------------------------------------------------------------------------------
+
+export interface QuestionInput {
+  questionText?: string;
+  description?: string | null;
+  type?: QuestionType;
+  isRequired?: boolean;
+  isPii?: boolean;
+  priority?: Priority;
+  context?: string | null;
+  options?: Record<string, unknown>;
+  sectionId?: string | null;
+  order?: number;
+}
+
+function checkQuestion(merged: Omit<QuestionView, 'id' | 'formId' | 'order' | 'createdAt' | 'updatedAt'>, content: FormContent, selfId: string | null, rawOptions: unknown): Record<string, unknown> {
+  if (merged.sectionId !== null && !content.sections.some((s) => s.id === merged.sectionId)) throw invalid('sectionId', 'is not a section of this form');
+  if ((merged.type === 'heading' || merged.type === 'divider') && merged.isRequired) throw invalid('isRequired', `a ${merged.type} collects no answer and cannot be required`);
+  const questionTypes = new Map(content.questions.filter((q) => q.id !== selfId).map((q) => [q.id, q.type]));
+  return normalizeOptions(merged.type, rawOptions, { questionTypes });
+}
+
+export async function createQuestion(store: Store, workspaceId: string, formId: string, input: QuestionInput & { questionText: string; type: QuestionType }): Promise<QuestionView> {
+  return editContent(store, workspaceId, formId, async (trx, content) => {
+    const merged = {
+      sectionId: input.sectionId ?? null,
+      questionText: input.questionText,
+      description: input.description ?? null,
+      type: input.type,
+      isRequired: input.isRequired ?? false,
+      isPii: input.isPii ?? false,
+      priority: input.priority ?? 'medium',
+      context: input.context ?? null,
+      options: {},
+    };
+    const options = checkQuestion(merged, content, null, input.options);
+    const position = clampPosition(input.order, content.questions.length);
+    await openGap(trx, siblings('form_questions', formId), position);
+    const now = new Date().toISOString();
+    const row: FormQuestionRow = {
+      id: newId(),
+      form_id: formId,
+      section_id: merged.sectionId,
+      question_text: merged.questionText,
+      description: merged.description,
+      type: merged.type,
+      is_required: merged.isRequired ? 1 : 0,
+      is_pii: merged.isPii ? 1 : 0,
+      priority: merged.priority,
+      context: merged.context,
+      options: JSON.stringify(options),
+      position,
+      created_at: now,
+      updated_at: now,
+    };
+    await trx.insertInto('form_questions').values(row).execute();
+    return toQuestion(row);
+  });
+}
+
+export async function updateQuestion(store: Store, workspaceId: string, formId: string, questionId: string, input: QuestionInput): Promise<QuestionView> {
+  return editContent(store, workspaceId, formId, async (trx, content) => {
+    const current = content.questions.find((q) => q.id === questionId);
+    if (!current) throw notFound('Question');
+    const { order, options: rawOptions, ...changes } = input;
+    const typeChanged = changes.type !== undefined && changes.type !== current.type;
+    const merged = { ...current, ...changes };
+    // A new type takes its own options: the old ones only carry over when the type stays.
+    const options = checkQuestion(merged, content, questionId, rawOptions ?? (typeChanged ? {} : current.options));
+    const next: QuestionView = { ...merged, options };
+    // Rules that use this question must still fit it, and a move into a section must not close a loop.
+    const after: FormContent = { ...content, questions: content.questions.map((q) => (q.id === questionId ? next : q)) };
+    const logic = logicOf(after);
+    for (const rule of content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId))) {
+      try {
+        checkRule(ruleLogic(rule), logicOf(after, rule.id));
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'validation_failed') {
+          throw invalid(rawOptions !== undefined ? 'options' : 'type', `rule ${rule.id} uses this question and would no longer fit (${error.hint}); change or delete the rule first`);
+        }
+        throw error;
+      }
+    }
+    assertNoCycle(logic);
+    const position = order === undefined ? current.order : Math.min(clampPosition(order, content.questions.length), content.questions.length - 1);
+    const same = position === current.order && JSON.stringify({ ...next, updatedAt: '' }) === JSON.stringify({ ...current, updatedAt: '' });
+    if (same) return { view: current, changed: false };
+    await shiftBetween(trx, siblings('form_questions', formId), current.order, position);
+    const updated_at = new Date().toISOString();
+    await trx
+      .updateTable('form_questions')
+      .set({
+        section_id: next.sectionId,
+        question_text: next.questionText,
+        description: next.description,
+        type: next.type,
+        is_required: next.isRequired ? 1 : 0,
+        is_pii: next.isPii ? 1 : 0,
+        priority: next.priority,
+        context: next.context,
+        options: JSON.stringify(next.options),
+        position,
+        updated_at,
+      })
+      .where('id', '=', questionId)
+      .execute();
+    return { view: { ...next, order: position, updatedAt: updated_at }, changed: true };
+  }).then((r) => r.view);
+}
+
+/** Deletes a question and every rule that names it, as a condition's source or as the target. */
+export async function deleteQuestion(store: Store, workspaceId: string, formId: string, questionId: string): Promise<void> {
+  await editContent(store, workspaceId, formId, async (trx, content) => {
+    const current = content.questions.find((q) => q.id === questionId);
+    if (!current) throw notFound('Question');
+    const using = content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId)).map((r) => r.id);
+    if (using.length > 0) await trx.deleteFrom('form_rules').where('id', 'in', using).execute();
+    await trx.deleteFrom('form_questions').where('id', '=', questionId).execute();
+    await closeGap(trx, siblings('form_questions', formId), current.order);
+    await compactRules(trx, formId);
+  });
+}
+
+// ---- rules -------------------------------------------------------------------------------------
+
+export async function createRule(store: Store, workspaceId: string, formId: string, input: RuleInput & { order?: number }): Promise<RuleView> {
+  return editContent(store, workspaceId, formId, async (trx, content) => {
+    const merged = mergeRule(input, null);
+    const id = newId();
+    checkRule({ id, ...merged }, logicOf(content));
+    const position = clampPosition(input.order, content.rules.length);
+    await openGap(trx, siblings('form_rules', formId), position);
+    const now = new Date().toISOString();
+    const row: FormRuleRow = {
+      id,
+      form_id: formId,
+      action: merged.action,
+      target_question_id: merged.targetQuestionId,
+      target_section_id: merged.targetSectionId,
+      match: merged.match,
+      conditions: JSON.stringify(merged.conditions.map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value ?? null }))),
+      position,
+      created_at: now,
+      updated_at: now,
+    };
+    await trx.insertInto('form_rules').values(row).execute();
+    return toRule(row);
+  });
+}
+
+export async function updateRule(store: Store, workspaceId: string, formId: string, ruleId: string, input: RuleInput & { order?: number }): Promise<RuleView> {
+  return editContent(store, workspaceId, formId, async (trx, content) => {
+    const current = content.rules.find((r) => r.id === ruleId);
+    if (!current) throw notFound('Rule');
+    const merged = mergeRule(input, ruleLogic(current));
+    checkRule({ id: ruleId, ...merged }, logicOf(content, ruleId));
+    const conditions = merged.conditions.map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value ?? null }));
+    const position = input.order === undefined ? current.order : Math.min(clampPosition(input.order, content.rules.length), content.rules.length - 1);
+    const next = { ...current, action: merged.action, targetQuestionId: merged.targetQuestionId, targetSectionId: merged.targetSectionId, match: merged.match, conditions, order: position };
+    if (JSON.stringify(next) === JSON.stringify(current)) return { view: current, changed: false };
+    await shiftBetween(trx, siblings('form_rules', formId), current.order, position);
+    const updated_at = new Date().toISOString();
+    await trx
+      .updateTable('form_rules')
+      .set({ action: next.action, target_question_id: next.targetQuestionId, target_section_id: next.targetSectionId, match: next.match, conditions: JSON.stringify(conditions), position, updated_at })
+      .where('id', '=', ruleId)
+      .execute();
+    return { view: { ...next, updatedAt: updated_at }, changed: true };
+  }).then((r) => r.view);
+}
+
+export async function deleteRule(store: Store, workspaceId: string, formId: string, ruleId: string): Promise<void> {
+  await editContent(store, workspaceId, formId, async (trx, content) => {
+    const current = content.rules.find((r) => r.id === ruleId);
+    if (!current) throw notFound('Rule');
+    await trx.deleteFrom('form_rules').where('id', '=', ruleId).execute();
+    await closeGap(trx, siblings('form_rules', formId), current.order);
+  });
+}
+
+/** How many questions each of these forms has. */
+export async function questionCounts(db: Kysely<Database>, formIds: string[]): Promise<Map<string, number>> {
+  if (formIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('form_questions')
+    .select(['form_id', (eb) => eb.fn.countAll().as('n')])
+    .where('form_id', 'in', formIds)
+    .groupBy('form_id')
+    .execute();
+  return new Map(rows.map((r) => [r.form_id, Number(r.n)]));
+}
+
