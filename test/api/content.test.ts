@@ -88,7 +88,7 @@ describe('form content: questions, sections, rules, evaluation', () => {
     await expect400(await post({ type: 'calculation', options: { formula: `{{${text.id}}} + 1` } }), /refers to a short_text question/);
     await expect400(await post({ type: 'calculation', options: { formula: '{{01a1fd14-68a6-7162-bd6b-c7ed74244524}}' } }), /not a question of this form/);
     const calc = await question(form, { questionText: 'Total', type: 'calculation', options: { formula: `({{${n.id}}} + 2) * 1.2 - -1` } });
-    assert.equal(calc.options.formula, `({{${n.id}}} + 2) * 1.2 - -1`);
+    assert.equal((calc.options as { formula: string }).formula, `({{${n.id}}} + 2) * 1.2 - -1`);
     const pics = await question(form, { questionText: 'Pic', type: 'picture_choice', options: { picture_choices: [{ label: 'A', imageUrl: 'https://example.com/a.png' }, { label: 'B' }] } });
     assert.deepEqual(pics.options, { picture_choices: [{ label: 'A', image_url: 'https://example.com/a.png' }, { label: 'B' }], allow_multiple: false });
   });
