@@ -8,6 +8,7 @@ import { assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/r
 import type { Store } from './db.js';
 import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
+import { preparedQuery } from './prepared.js';
 import { forUpdate } from './tx.js';
 
 
@@ -89,12 +90,19 @@ const toRule = (r: FormRuleRow): RuleView => ({
   updatedAt: r.updated_at,
 });
 
+// Read on every GET /forms/{id}: compiled once (see prepared.ts).
+const sectionsOf = preparedQuery<FormSectionRow, [string]>(1, (db: Kysely<Database>, formId) =>
+  db.selectFrom('form_sections').selectAll().where('form_id', '=', formId!).orderBy('position'),
+);
+const questionsOf = preparedQuery<FormQuestionRow, [string]>(1, (db: Kysely<Database>, formId) =>
+  db.selectFrom('form_questions').selectAll().where('form_id', '=', formId!).orderBy('position'),
+);
+const rulesOf = preparedQuery<FormRuleRow, [string]>(1, (db: Kysely<Database>, formId) =>
+  db.selectFrom('form_rules').selectAll().where('form_id', '=', formId!).orderBy('position'),
+);
+
 export async function loadContent(db: Kysely<Database>, formId: string): Promise<FormContent> {
-  const [sections, questions, rules] = await Promise.all([
-    db.selectFrom('form_sections').selectAll().where('form_id', '=', formId).orderBy('position').execute(),
-    db.selectFrom('form_questions').selectAll().where('form_id', '=', formId).orderBy('position').execute(),
-    db.selectFrom('form_rules').selectAll().where('form_id', '=', formId).orderBy('position').execute(),
-  ]);
+  const [sections, questions, rules] = await Promise.all([sectionsOf(db, formId), questionsOf(db, formId), rulesOf(db, formId)]);
   return { sections: sections.map(toSection), questions: questions.map(toQuestion), rules: rules.map(toRule) };
 }
 
