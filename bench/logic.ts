@@ -17,7 +17,7 @@ import { createStore } from '../src/store/db.js';
 import { createForm } from '../src/store/forms.js';
 import { createKey } from '../src/store/keys.js';
 import { migrate } from '../src/store/migrations.js';
-import { compileLogic, evaluateLogic, findCycle, type LogicForm, type LogicQuestion, type LogicRule } from '../src/domain/logic.js';
+import { compileLogic, decideVisibility, evaluateLogic, findCycle, type LogicForm, type LogicQuestion, type LogicRule } from '../src/domain/logic.js';
 import type { QuestionType } from '../src/domain/questions.js';
 import { median } from './lib.js';
 
@@ -130,18 +130,19 @@ function timeIt(fn: () => void, minMs = 1000): number {
 }
 
 console.log(`show/hide engine, Node ${process.version}, ${os.cpus().length} cores`);
-const results: Array<{ scale: number; evaluate: number; compile: number; cycle: number }> = [];
+const results: Array<{ scale: number; evaluate: number; decide: number; compile: number; cycle: number }> = [];
 for (const scale of (process.env.BENCH_SCALES ?? '1,10').split(',').map(Number)) {
   const { form, answers } = makeForm(scale);
   if (findCycle(form)) throw new Error('the generated form has a loop');
   const compiled = compileLogic(form);
   const evaluate = timeIt(() => evaluateLogic(compiled, answers));
+  const decide = timeIt(() => decideVisibility(compiled, answers));
   const compile = timeIt(() => compileLogic(form));
   const cycle = timeIt(() => findCycle(form));
   const visible = evaluateLogic(compiled, answers).visibleQuestionIds.length;
-  results.push({ scale, evaluate, compile, cycle });
+  results.push({ scale, evaluate, decide, compile, cycle });
   console.log(
-    `  ${form.questions.length} questions, ${form.sections.length} sections, ${form.rules.length} rules: evaluate ${evaluate.toFixed(3)} ms (median; ${visible} visible), compile ${compile.toFixed(3)} ms, cycle check ${cycle.toFixed(3)} ms`,
+    `  ${form.questions.length} questions, ${form.sections.length} sections, ${form.rules.length} rules: evaluate ${evaluate.toFixed(3)} ms (median; ${visible} visible; the decision alone ${decide.toFixed(3)} ms), compile ${compile.toFixed(3)} ms, cycle check ${cycle.toFixed(3)} ms`,
   );
 }
 const small = results[0]!;
@@ -198,5 +199,5 @@ const large = results[results.length - 1]!;
   await store.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
-console.log(`\n${large.scale / small.scale} × the form: evaluate ${(large.evaluate / small.evaluate).toFixed(1)} × the time (goal ≤ 12), compile ${(large.compile / small.compile).toFixed(1)} ×, cycle check ${(large.cycle / small.cycle).toFixed(1)} ×`);
+console.log(`\n${large.scale / small.scale} × the form: evaluate ${(large.evaluate / small.evaluate).toFixed(1)} × the time (goal ≤ 12), the decision alone ${(large.decide / small.decide).toFixed(1)} ×, compile ${(large.compile / small.compile).toFixed(1)} ×, cycle check ${(large.cycle / small.cycle).toFixed(1)} ×`);
 console.log(`goal: one evaluation of the 2,000-question form ≤ 5 ms: ${small.evaluate.toFixed(3)} ms${small.evaluate + small.compile <= 5 ? ` (with compiling: ${(small.evaluate + small.compile).toFixed(3)} ms)` : ''}`);

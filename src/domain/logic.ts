@@ -243,7 +243,7 @@ export interface CompiledLogic {
   /** For each question, the node number of its section, or -1. */
   sectionOf: Int32Array;
   required: Uint8Array;
-  rules: Array<CompiledRule[] | undefined>;
+  rules: Array<CompiledRule[] | null>;
 }
 
 export function compileLogic(form: LogicForm): CompiledLogic {
@@ -265,7 +265,8 @@ export function compileLogic(form: LogicForm): CompiledLogic {
     targets[section]!.push(base + i);
     indegree[base + i]!++;
   });
-  const rules: Array<CompiledRule[] | undefined> = new Array(total);
+  // Filled, not `new Array(total)`: a large array of holes may be kept as a dictionary by V8.
+  const rules: Array<CompiledRule[] | null> = Array.from({ length: total }, () => null);
   for (const rule of form.rules) {
     const target = rule.targetQuestionId !== null ? base + questionIndex.get(rule.targetQuestionId)! : sectionIndex.get(rule.targetSectionId!)!;
     if (target === undefined || Number.isNaN(target)) throw new Error(`rule ${rule.id} names an unknown target`);
@@ -298,15 +299,17 @@ export function compileLogic(form: LogicForm): CompiledLogic {
   };
 }
 
-/** Which questions and sections show for these answers (already checked against the questions). */
-export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Evaluation {
+/**
+ * The decision itself: which nodes (sections, then questions, by number) are visible for these
+ * answers (already checked against the questions). Allocates one byte per node and nothing else.
+ */
+export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Uint8Array {
   const base = logic.sectionIds.length;
-  const visible = new Uint8Array(base + logic.questionIds.length);
-  // One look-up per question in the answers object; conditions then read an array.
-  const values = logic.questionIds.map((id) => answers[id]);
+  const ids = logic.questionIds;
+  const visible = new Uint8Array(base + ids.length);
   const holds = (rule: CompiledRule): boolean => {
     for (const c of rule.conditions) {
-      const answer = visible[base + c.source] ? values[c.source] : undefined;
+      const answer = visible[base + c.source] ? answers[ids[c.source]!] : undefined;
       const ok = conditionHolds(c.kind, c.operator, c.value, answer);
       if (rule.all ? !ok : ok) return !rule.all;
     }
@@ -335,6 +338,13 @@ export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<str
     }
     visible[node] = shown ? 1 : 0;
   }
+  return visible;
+}
+
+/** Which questions and sections show for these answers (already checked against the questions). */
+export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Evaluation {
+  const visible = decideVisibility(logic, answers);
+  const base = logic.sectionIds.length;
   const result: Evaluation = { visibleQuestionIds: [], hiddenQuestionIds: [], visibleSectionIds: [], hiddenSectionIds: [], missingRequiredQuestionIds: [] };
   logic.sectionIds.forEach((id, i) => (visible[i] ? result.visibleSectionIds : result.hiddenSectionIds).push(id));
   logic.questionIds.forEach((id, i) => {
@@ -343,7 +353,7 @@ export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<str
       return;
     }
     result.visibleQuestionIds.push(id);
-    if (logic.required[i] && isEmpty(values[i])) result.missingRequiredQuestionIds.push(id);
+    if (logic.required[i] && isEmpty(answers[id])) result.missingRequiredQuestionIds.push(id);
   });
   return result;
 }
