@@ -3,13 +3,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createKey } from '../src/store/keys.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from './helpers/context.js';
 import { filesUnder, makePdf } from './helpers/files.js';
+import { freePort, waitFor } from './helpers/net.js';
 
 const MAIN = path.resolve('dist/src/main.js');
 
@@ -101,27 +101,3 @@ describe('a server killed in the middle of an upload', () => {
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-async function waitFor(check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // not yet
-    }
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -1,5 +1,6 @@
 import { invalid } from './errors.js';
 import { isCalendarDate } from './fields.js';
+import { scalarProblem } from './logic.js';
 import { answerKind, choicesOf, type QuestionType } from './questions.js';
 
 export interface AnswerQuestion {
@@ -7,8 +8,6 @@ export interface AnswerQuestion {
   type: QuestionType;
   options: Record<string, unknown>;
 }
-
-const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
 
 /**
  * Checks answers against the questions of a form: every key is a question of the form and every
@@ -30,24 +29,20 @@ export function checkAnswers(questions: readonly AnswerQuestion[], answers: Reco
 function answerProblem(q: AnswerQuestion, value: unknown): string | null {
   const o = q.options;
   const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-  switch (answerKind(q.type, o)) {
+  const kind = answerKind(q.type, o);
+  switch (kind) {
     case 'none':
       return 'must be null: it collects no answer';
+    case 'choice':
+      // "Other" lets the answer be any text.
+      if (o.allow_other === true) return typeof value === 'string' ? null : 'must be a string';
+      return scalarProblem(q, kind, value);
     case 'text':
-      return typeof value === 'string' ? null : 'must be a string';
     case 'number':
-      return typeof value === 'number' && Number.isFinite(value) ? null : 'must be a number';
     case 'boolean':
-      return typeof value === 'boolean' ? null : 'must be true or false';
     case 'date':
-      return typeof value === 'string' && isCalendarDate(value) ? null : 'must be a date YYYY-MM-DD';
     case 'time':
-      return typeof value === 'string' && TIME.test(value) ? null : 'must be a time HH:MM';
-    case 'choice': {
-      if (typeof value !== 'string') return 'must be a string, one of the choices';
-      if (o.allow_other === true) return null;
-      return choicesOf(q.type, o).includes(value) ? null : 'must be one of the choices';
-    }
+      return scalarProblem(q, kind, value);
     case 'choices': {
       const choices = choicesOf(q.type, o);
       if (!isStrings(value)) return 'must be an array of choices';

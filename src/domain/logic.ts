@@ -90,7 +90,8 @@ export function valueProblem(question: LogicQuestion, operator: Operator, value:
   return scalarProblem(question, kind === 'choices' ? 'choice' : kind, value);
 }
 
-function scalarProblem(question: LogicQuestion, kind: AnswerKind, value: unknown): string | null {
+/** Why `value` is not a single value of `kind` for this question (a rule's value, or an answer), or `null`. */
+export function scalarProblem(question: Pick<LogicQuestion, 'type' | 'options'>, kind: AnswerKind, value: unknown): string | null {
   switch (kind) {
     case 'text':
       return typeof value === 'string' ? null : 'must be a string';

@@ -108,17 +108,6 @@ export interface ContextOptions {
   libreOffice?: LibreOfficeConverter | null;
 }
 
-export const ALL_GRANTS = [
-  'documents:read',
-  'documents:write',
-  'documents:delete',
-  'documents:parse_ai',
-  'forms:read',
-  'forms:write',
-  'forms:delete',
-  'revisions:read',
-];
-
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
   const database = options.database ?? (await createTestDatabase());
   const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
