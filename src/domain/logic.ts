@@ -43,6 +43,9 @@ export interface LogicForm {
   rules: LogicRule[];
 }
 
+/** Most items an `is_any_of` list may hold. */
+export const MAX_ANY_OF = 500;
+
 const ORDERED: Operator[] = ['greater_than', 'greater_or_equal', 'less_than', 'less_or_equal'];
 const EMPTINESS: Operator[] = ['is_empty', 'is_not_empty'];
 
@@ -81,6 +84,8 @@ export function valueProblem(question: LogicQuestion, operator: Operator, value:
   if (EMPTINESS.includes(operator)) return value === undefined || value === null ? null : `takes no value with ${operator}`;
   if (operator === 'is_any_of') {
     if (!Array.isArray(value) || value.length === 0) return 'must be a non-empty array for is_any_of';
+    if (value.length > MAX_ANY_OF) return `must have at most ${MAX_ANY_OF} items for is_any_of`;
+    if (new Set(value).size !== value.length) return 'must not repeat an item';
     for (const item of value) {
       const problem = scalarProblem(question, kind === 'choices' ? 'choice' : kind, item);
       if (problem) return `every item ${problem}`;
@@ -131,8 +136,8 @@ export function conditionHolds(kind: AnswerKind, operator: Operator, expected: u
       return operator === 'contains' ? found : !found;
     }
     case 'is_any_of': {
-      const list = expected as unknown[];
-      return Array.isArray(answer) ? answer.some((a) => list.includes(a)) : list.includes(answer);
+      const list = expected instanceof Set ? expected : new Set(expected as unknown[]);
+      return Array.isArray(answer) ? answer.some((a) => list.has(a)) : list.has(answer);
     }
     default: {
       // Ordered comparisons: numbers as numbers; dates and times (fixed-width text) as text.
@@ -276,7 +281,9 @@ export function compileLogic(form: LogicForm): CompiledLogic {
       if (source === undefined) throw new Error(`rule ${rule.id} names an unknown source`);
       targets[base + source]!.push(target);
       indegree[target]!++;
-      return { source, kind: kinds[source]!, operator: condition.operator, value: condition.value };
+      // Lists become sets once, so a condition costs the same however long its list is.
+      const value = condition.operator === 'is_any_of' && Array.isArray(condition.value) ? new Set(condition.value) : condition.value;
+      return { source, kind: kinds[source]!, operator: condition.operator, value };
     });
     (rules[target] ??= []).push({ show: rule.action === 'show', all: rule.match === 'all', conditions });
   }

@@ -95,11 +95,12 @@ export function normalizeOptions(type: QuestionType, raw: unknown, context: Opti
   const given: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     const name = snake(key);
-    if (!(name in rules)) {
+    if (!Object.hasOwn(rules, name)) {
       const allowed = Object.keys(rules);
-      throw invalid(`${path}.${key}`, allowed.length ? `unknown option for type ${type} (allowed: ${allowed.join(', ')})` : `a ${type} question takes no options`);
+      const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
+      throw invalid(`${path}.${shown}`, allowed.length ? `unknown option for type ${type} (allowed: ${allowed.join(', ')})` : `a ${type} question takes no options`);
     }
-    if (name in given) throw invalid(`${path}.${name}`, 'given twice (in two spellings)');
+    if (Object.hasOwn(given, name)) throw invalid(`${path}.${name}`, 'given twice (in two spellings)');
     given[name] = value;
   }
   const out: Record<string, unknown> = {};
@@ -163,6 +164,7 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
       return value.map((item, i) => {
         if (item === null || typeof item !== 'object' || Array.isArray(item)) throw invalid(`${at}[${i}]`, 'must be an object { label, image_url }');
         const { label, image_url, imageUrl, ...rest } = item as Record<string, unknown>;
+        if (image_url !== undefined && imageUrl !== undefined) throw invalid(`${at}[${i}].image_url`, 'given twice, as "image_url" and "imageUrl"; send one spelling');
         const unknownKey = Object.keys(rest)[0];
         if (unknownKey) throw invalid(`${at}[${i}].${unknownKey}`, 'unknown key (allowed: label, image_url)');
         if (typeof label !== 'string' || label.trim().length === 0) throw invalid(`${at}[${i}].label`, 'is required: a non-empty string');

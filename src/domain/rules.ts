@@ -27,9 +27,15 @@ export function mergeRule(input: RuleInput, current: Omit<LogicRule, 'id'> | nul
   if (short && input.match !== undefined) throw invalid('match', 'goes with conditions (the full form); the short form has one condition');
   let conditions: Condition[] | undefined;
   if (short) {
-    if (input.sourceQuestionId === undefined) throw invalid('sourceQuestionId', 'is required with operator and value');
-    if (input.operator === undefined) throw invalid('operator', 'is required with sourceQuestionId');
-    conditions = [{ sourceQuestionId: input.sourceQuestionId, operator: input.operator, value: input.value }];
+    // On PUT, keys of the short form that are not sent come from the rule's one condition.
+    const only = current?.conditions.length === 1 ? current.conditions[0] : undefined;
+    const sourceQuestionId = input.sourceQuestionId ?? only?.sourceQuestionId;
+    const operator = input.operator ?? only?.operator;
+    if (sourceQuestionId === undefined) throw invalid('sourceQuestionId', 'is required with operator and value');
+    if (operator === undefined) throw invalid('operator', 'is required with sourceQuestionId');
+    const emptiness = operator === 'is_empty' || operator === 'is_not_empty';
+    const value = input.value !== undefined ? input.value : emptiness || input.operator !== undefined ? undefined : only?.value;
+    conditions = [{ sourceQuestionId, operator, value }];
   } else if (input.conditions !== undefined) {
     conditions = input.conditions.map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value }));
   }
@@ -60,7 +66,13 @@ function label(form: LogicForm & { texts?: ReadonlyMap<string, string> }, node: 
  * target of this form, sources of this form, operators and values that fit the source questions,
  * and no loop of visibility. `texts` names questions and sections in a loop's hint.
  */
-export function checkRule(rule: LogicRule, form: LogicForm & { texts?: ReadonlyMap<string, string> }): void {
+export function checkRule(
+  rule: LogicRule,
+  form: LogicForm & { texts?: ReadonlyMap<string, string> },
+  options: { shortForm?: boolean; cycles?: boolean } = {},
+): void {
+  // In the short form the client wrote `sourceQuestionId`, `operator` and `value`, not conditions[0].…
+  const key = (i: number, name: string) => (options.shortForm ? name : `conditions[${i}].${name}`);
   const questions = new Map<string, LogicQuestion>(form.questions.map((q) => [q.id, q]));
   const sections = new Set(form.sections.map((s) => s.id));
   if ((rule.targetQuestionId === null) === (rule.targetSectionId === null)) {
@@ -71,17 +83,19 @@ export function checkRule(rule: LogicRule, form: LogicForm & { texts?: ReadonlyM
   if (rule.conditions.length === 0) throw invalid('conditions', 'must have at least 1 item');
   if (rule.conditions.length > MAX_CONDITIONS) throw invalid('conditions', `must have at most ${MAX_CONDITIONS} items`);
   rule.conditions.forEach((condition, i) => {
-    const at = `conditions[${i}]`;
     const source = questions.get(condition.sourceQuestionId);
-    if (!source) throw invalid(`${at}.sourceQuestionId`, 'is not a question of this form');
-    if (!OPERATORS.includes(condition.operator)) throw invalid(`${at}.operator`, `must be one of ${OPERATORS.join(', ')}`);
+    if (!source) throw invalid(key(i, 'sourceQuestionId'), 'is not a question of this form');
+    if (!OPERATORS.includes(condition.operator)) throw invalid(key(i, 'operator'), `must be one of ${OPERATORS.join(', ')}`);
     if (condition.sourceQuestionId === rule.targetQuestionId) {
       throw new AppError('rule_cycle', `The rule's target is its own source: ${label(form, `q:${condition.sourceQuestionId}`)} cannot decide its own visibility.`);
     }
     const problem = valueProblem(source, condition.operator, condition.value);
-    if (problem) throw invalid(problem.startsWith('operator') || problem.includes('cannot be a condition') ? `${at}.operator` : `${at}.value`, problem);
+    if (problem) {
+      const where = problem.includes('cannot be a condition') ? 'sourceQuestionId' : problem.startsWith('operator') ? 'operator' : 'value';
+      throw invalid(key(i, where), problem);
+    }
   });
-  assertNoCycle({ ...form, rules: [...form.rules, rule] });
+  if (options.cycles !== false) assertNoCycle({ ...form, rules: [...form.rules, rule] });
 }
 
 /** `400 rule_cycle` naming the loop, when the form's visibility depends on itself anywhere. */

@@ -46,11 +46,12 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
   return out;
 }
 
-/** The depth rule for free JSON kept as given, without recursion. */
+/** The depth and NUL rules for free JSON kept as given, without recursion. */
 function checkDepth(value: unknown, path: string, depth: number): void {
   const stack: Array<[unknown, number]> = [[value, depth]];
   while (stack.length > 0) {
     const [item, level] = stack.pop()!;
+    if (typeof item === 'string' && item.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
     if (item === null || typeof item !== 'object') continue;
     if (level > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
     for (const child of Object.values(item)) stack.push([child, level + 1]);

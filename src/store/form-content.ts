@@ -120,6 +120,18 @@ function ruleLogic(r: RuleView): LogicRule {
   return { id: r.id, action: r.action, targetQuestionId: r.targetQuestionId, targetSectionId: r.targetSectionId, match: r.match, conditions: r.conditions as LogicRule['conditions'] };
 }
 
+/** Most questions, sections and rules one form may hold (the benchmark's 2,000-question form fits with room). */
+export const FORM_LIMITS = { questions: 5000, sections: 500, rules: 5000 } as const;
+
+function assertRoom(kind: keyof typeof FORM_LIMITS, count: number): void {
+  if (count >= FORM_LIMITS[kind]) throw invalid('', `a form holds at most ${FORM_LIMITS[kind]} ${kind}; this one is full`);
+}
+
+/** Calculations whose formula refers to `questionId`. */
+function formulasUsing(content: FormContent, questionId: string): QuestionView[] {
+  return content.questions.filter((q) => q.type === 'calculation' && String(q.options.formula ?? '').includes(`{{${questionId}}}`));
+}
+
 const siblings = (table: 'form_sections' | 'form_questions' | 'form_rules', formId: string): Siblings => ({ table, parentColumn: 'form_id', parentId: formId });
 
 /** The live form of the workspace, read for a lookup (404 when it is not there). */
@@ -173,6 +185,7 @@ export interface SectionInput {
 
 export async function createSection(store: Store, workspaceId: string, formId: string, input: SectionInput & { title: string }): Promise<SectionView> {
   return editContent(store, workspaceId, formId, async (trx, content) => {
+    assertRoom('sections', content.sections.length);
     const position = clampPosition(input.order, content.sections.length);
     await openGap(trx, siblings('form_sections', formId), position);
     const now = new Date().toISOString();
@@ -202,6 +215,7 @@ export async function deleteSection(store: Store, workspaceId: string, formId: s
   await editContent(store, workspaceId, formId, async (trx, content) => {
     const current = content.sections.find((s) => s.id === sectionId);
     if (!current) throw notFound('Section');
+    await trx.updateTable('form_questions').set({ section_id: null, updated_at: new Date().toISOString() }).where('section_id', '=', sectionId).execute();
     await trx.deleteFrom('form_sections').where('id', '=', sectionId).execute();
     await closeGap(trx, siblings('form_sections', formId), current.order);
     await compactRules(trx, formId);
@@ -223,9 +237,16 @@ export interface QuestionInput {
   order?: number;
 }
 
-function checkQuestion(merged: Omit<QuestionView, 'id' | 'formId' | 'order' | 'createdAt' | 'updatedAt'>, content: FormContent, selfId: string | null, rawOptions: unknown): Record<string, unknown> {
+/** Checks a question's section and required flag; then its options, unless `rawOptions` is `null` (kept as stored). */
+function checkQuestion(
+  merged: Omit<QuestionView, 'id' | 'formId' | 'order' | 'createdAt' | 'updatedAt'>,
+  content: FormContent,
+  selfId: string | null,
+  rawOptions: unknown,
+): Record<string, unknown> {
   if (merged.sectionId !== null && !content.sections.some((s) => s.id === merged.sectionId)) throw invalid('sectionId', 'is not a section of this form');
   if ((merged.type === 'heading' || merged.type === 'divider') && merged.isRequired) throw invalid('isRequired', `a ${merged.type} collects no answer and cannot be required`);
+  if (rawOptions === null) return merged.options;
   const questionTypes = new Map(content.questions.filter((q) => q.id !== selfId).map((q) => [q.id, q.type]));
   return normalizeOptions(merged.type, rawOptions, { questionTypes });
 }
@@ -243,6 +264,7 @@ export async function createQuestion(store: Store, workspaceId: string, formId: 
       context: input.context ?? null,
       options: {},
     };
+    assertRoom('questions', content.questions.length);
     const options = checkQuestion(merged, content, null, input.options);
     const position = clampPosition(input.order, content.questions.length);
     await openGap(trx, siblings('form_questions', formId), position);
@@ -275,15 +297,20 @@ export async function updateQuestion(store: Store, workspaceId: string, formId: 
     const { order, options: rawOptions, ...changes } = input;
     const typeChanged = changes.type !== undefined && changes.type !== current.type;
     const merged = { ...current, ...changes };
-    // A new type takes its own options: the old ones only carry over when the type stays.
-    const options = checkQuestion(merged, content, questionId, rawOptions ?? (typeChanged ? {} : current.options));
+    // A new type takes its own options: the old ones only carry over when the type stays, and
+    // are checked again only when sent or when the type changes.
+    const options = checkQuestion(merged, content, questionId, rawOptions === undefined && !typeChanged ? null : (rawOptions ?? {}));
     const next: QuestionView = { ...merged, options };
+    if (typeChanged) {
+      const calculation = formulasUsing(content, questionId)[0];
+      if (calculation) throw invalid('type', `the formula of calculation ${calculation.id} uses this question; change that formula first`);
+    }
     // Rules that use this question must still fit it, and a move into a section must not close a loop.
     const after: FormContent = { ...content, questions: content.questions.map((q) => (q.id === questionId ? next : q)) };
     const logic = logicOf(after);
     for (const rule of content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId))) {
       try {
-        checkRule(ruleLogic(rule), logicOf(after, rule.id));
+        checkRule(ruleLogic(rule), logic, { cycles: false });
       } catch (error) {
         if (error instanceof AppError && error.code === 'validation_failed') {
           throw invalid(rawOptions !== undefined ? 'options' : 'type', `rule ${rule.id} uses this question and would no longer fit (${error.hint}); change or delete the rule first`);
@@ -323,6 +350,8 @@ export async function deleteQuestion(store: Store, workspaceId: string, formId: 
   await editContent(store, workspaceId, formId, async (trx, content) => {
     const current = content.questions.find((q) => q.id === questionId);
     if (!current) throw notFound('Question');
+    const calculation = formulasUsing(content, questionId)[0];
+    if (calculation) throw invalid('', `the formula of calculation ${calculation.id} uses this question; change that formula first`);
     const using = content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId)).map((r) => r.id);
     if (using.length > 0) await trx.deleteFrom('form_rules').where('id', 'in', using).execute();
     await trx.deleteFrom('form_questions').where('id', '=', questionId).execute();
@@ -333,11 +362,16 @@ export async function deleteQuestion(store: Store, workspaceId: string, formId: 
 
 // ---- rules -------------------------------------------------------------------------------------
 
+function isShortForm(input: RuleInput): boolean {
+  return input.sourceQuestionId !== undefined || input.operator !== undefined || input.value !== undefined;
+}
+
 export async function createRule(store: Store, workspaceId: string, formId: string, input: RuleInput & { order?: number }): Promise<RuleView> {
   return editContent(store, workspaceId, formId, async (trx, content) => {
+    assertRoom('rules', content.rules.length);
     const merged = mergeRule(input, null);
     const id = newId();
-    checkRule({ id, ...merged }, logicOf(content));
+    checkRule({ id, ...merged }, logicOf(content), { shortForm: isShortForm(input) });
     const position = clampPosition(input.order, content.rules.length);
     await openGap(trx, siblings('form_rules', formId), position);
     const now = new Date().toISOString();
@@ -363,7 +397,7 @@ export async function updateRule(store: Store, workspaceId: string, formId: stri
     const current = content.rules.find((r) => r.id === ruleId);
     if (!current) throw notFound('Rule');
     const merged = mergeRule(input, ruleLogic(current));
-    checkRule({ id: ruleId, ...merged }, logicOf(content, ruleId));
+    checkRule({ id: ruleId, ...merged }, logicOf(content, ruleId), { shortForm: isShortForm(input) });
     const conditions = merged.conditions.map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value ?? null }));
     const position = input.order === undefined ? current.order : Math.min(clampPosition(input.order, content.rules.length), content.rules.length - 1);
     const next = { ...current, action: merged.action, targetQuestionId: merged.targetQuestionId, targetSectionId: merged.targetSectionId, match: merged.match, conditions, order: position };

@@ -89,6 +89,12 @@ describe('form content: questions, sections, rules, evaluation', () => {
     await expect400(await post({ type: 'calculation', options: { formula: '{{01a1fd14-68a6-7162-bd6b-c7ed74244524}}' } }), /not a question of this form/);
     const calc = await question(form, { questionText: 'Total', type: 'calculation', options: { formula: `({{${n.id}}} + 2) * 1.2 - -1` } });
     assert.equal((calc.options as { formula: string }).formula, `({{${n.id}}} + 2) * 1.2 - -1`);
+    await expect400(await post({ type: 'calculation', options: { formula: `{{${n.id}}}` }, description: 'x' }).then(async () => send('DELETE', `/forms/${form}/questions/${n.id}`)), /formula of calculation .* uses this question/);
+    await expect400(await send('PUT', `/forms/${form}/questions/${n.id}`, { type: 'short_text' }), /formula of calculation .* uses this question/);
+    assert.equal((await send('PUT', `/forms/${form}/questions/${calc.id}`, { isRequired: true })).statusCode, 200, 'stored options are not checked again when not sent');
+    await expect400(await post({ type: 'picture_choice', options: { picture_choices: [{ label: 'A', image_url: 'https://a/b.png', imageUrl: 'https://a/c.png' }] } }), /given twice/);
+    await expect400(await post({ type: 'mcq', options: { choices: ['a\u0000b'] } }), /NUL/);
+    await expect400(await post({ type: 'mcq', options: { choices: ['a'], constructor: 1 } }), /unknown option for type mcq/);
     const pics = await question(form, { questionText: 'Pic', type: 'picture_choice', options: { picture_choices: [{ label: 'A', imageUrl: 'https://example.com/a.png' }, { label: 'B' }] } });
     assert.deepEqual(pics.options, { picture_choices: [{ label: 'A', image_url: 'https://example.com/a.png' }, { label: 'B' }], allow_multiple: false });
   });
@@ -133,11 +139,11 @@ describe('form content: questions, sections, rules, evaluation', () => {
     assert.deepEqual(full.json().data.conditions[1], { sourceQuestionId: plan.id, operator: 'is_empty', value: null });
 
     const rules = `/forms/${form}/rules`;
-    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: plan.id, operator: 'equals', value: 'Enterprise' }), /conditions\[0\]\.value: must be one of the choices/);
-    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'contains', value: 1 }), /conditions\[0\]\.operator: operator contains does not fit a number question/);
-    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'greater_than', value: '18' }), /conditions\[0\]\.value: must be a number/);
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: plan.id, operator: 'equals', value: 'Enterprise' }), /^value: must be one of the choices/);
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'contains', value: 1 }), /^operator: operator contains does not fit a number question/);
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'greater_than', value: '18' }), /^value: must be a number/);
     await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'is_any_of', value: 3 }), /non-empty array for is_any_of/);
-    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: '01a1fd14-68a6-7162-bd6b-c7ed74244524', operator: 'is_empty' }), /conditions\[0\]\.sourceQuestionId: is not a question of this form/);
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: '01a1fd14-68a6-7162-bd6b-c7ed74244524', operator: 'is_empty' }), /^sourceQuestionId: is not a question of this form/);
     await expect400(await send('POST', rules, { action: 'show', sourceQuestionId: age.id, operator: 'is_empty' }), /give exactly one target/);
     await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, targetSectionId: section.id, sourceQuestionId: age.id, operator: 'is_empty' }), /give exactly one target/);
     await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'is_empty', conditions: [] }), /conditions/);
@@ -145,12 +151,25 @@ describe('form content: questions, sections, rules, evaluation', () => {
     await expect400(await send('POST', rules, { targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'is_empty' }), /action: is required/);
     await expect400(await send('POST', rules, { action: 'hide', targetQuestionId: age.id, sourceQuestionId: age.id, operator: 'is_empty' }), /its own source/, 'rule_cycle');
 
+    // The full form names conditions by index; a heading is no source; is_any_of lists are bounded.
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, conditions: [{ sourceQuestionId: age.id, operator: 'is_empty' }, { sourceQuestionId: plan.id, operator: 'equals', value: 'Gold' }] }), /^conditions\[1\]\.value: must be one of the choices/);
+    const heading = await question(form, { questionText: 'Heading', type: 'heading' });
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: heading.id, operator: 'is_empty' }), /^sourceQuestionId: a heading question collects no answer/);
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'is_any_of', value: Array.from({ length: 501 }, (_, i) => i) }), /at most 500 items/);
+    await expect400(await send('POST', rules, { action: 'show', targetQuestionId: vat.id, sourceQuestionId: age.id, operator: 'is_any_of', value: [1, 1] }), /must not repeat/);
+
     // PUT with the short form replaces the conditions; the target can change.
     const put = await send('PUT', `${rules}/${rule.id}`, { sourceQuestionId: age.id, operator: 'greater_or_equal', value: 18, targetSectionId: section.id });
     assert.equal(put.statusCode, 200, put.body);
     assert.deepEqual(put.json().data.conditions, [{ sourceQuestionId: age.id, operator: 'greater_or_equal', value: 18 }]);
     assert.equal(put.json().data.targetSectionId, section.id);
     assert.equal(put.json().data.targetQuestionId, null);
+    // Only some keys of the short form: the others come from the rule's one condition.
+    const valueOnly = await send('PUT', `${rules}/${rule.id}`, { value: 21 });
+    assert.equal(valueOnly.statusCode, 200, valueOnly.body);
+    assert.deepEqual(valueOnly.json().data.conditions, [{ sourceQuestionId: age.id, operator: 'greater_or_equal', value: 21 }]);
+    const emptiness = await send('PUT', `${rules}/${rule.id}`, { operator: 'is_empty' });
+    assert.deepEqual(emptiness.json().data.conditions, [{ sourceQuestionId: age.id, operator: 'is_empty', value: null }]);
   });
 
   it('refuses rules that close a loop, and names it', async () => {
@@ -239,9 +258,15 @@ describe('form content: questions, sections, rules, evaluation', () => {
     await expect400(await evaluate({ answers: { [heading.id]: 'x' } }), /must be null: it collects no answer/);
     await expect400(await evaluate({ answers: [] }), /answers: must be an object/);
     await expect400(await evaluate({ answer: {} }), /unknown key "answer"/);
-    const version = await evaluate({ answers: {}, version: 3 });
-    assert.equal(version.statusCode, 404);
-    assert.equal(version.json().hint, 'Revision not found');
+    for (const v of [3, 0, -1]) {
+      const version = await evaluate({ answers: {}, version: v });
+      assert.equal(version.statusCode, 404);
+      assert.equal(version.json().hint, 'Revision not found');
+    }
+    // Empty answers are no answers, whatever the type.
+    const empties = await evaluate({ answers: { [age.id]: '', [hasCompany.id]: null, [company.id]: '  ', [heading.id]: '' } });
+    assert.equal(empties.statusCode, 200, empties.body);
+    assert.deepEqual(empties.json().data.missingRequiredQuestionIds, [hasCompany.id]);
   });
 
   it('archived forms refuse content writes but stay readable; every content change marks the draft', async () => {

@@ -4,7 +4,7 @@ import { checkAnswers } from '../../domain/answers.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { isId } from '../../domain/ids.js';
 import { compileLogic, evaluateLogic } from '../../domain/logic.js';
-import type { Store } from '../../store/db.js';
+import { withSnapshot, type Store } from '../../store/db.js';
 import {
   createQuestion,
   createRule,
@@ -62,8 +62,12 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
       schema: { tags: [tag], summary: `List ${path} in order`, params: IdParams, querystring: ListQuery, response: responses(200, OkList(schema)) },
       handler: async (request) => {
         const page = applyPagination(request.query);
-        const form = await requireForm(store.db, workspaceOf(request), idOf('Form', request.params.id));
-        const items: unknown[] = (await loadContent(store.db, form.id))[path];
+        const workspaceId = workspaceOf(request);
+        const formId = idOf('Form', request.params.id);
+        const items: unknown[] = await withSnapshot(store, async (db) => {
+          await requireForm(db, workspaceId, formId);
+          return (await loadContent(db, formId))[path];
+        });
         return listEnvelope(items.slice(page.offset, page.offset + page.limit), items.length, page);
       },
     });
@@ -165,10 +169,14 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     config: { grants: ['forms:read'], opaqueKeys: ['answers'] },
     schema: { tags: ['Rules'], summary: 'Which questions and sections show for given answers', params: IdParams, querystring: NoQuery, body: EvaluateBody, response: responses(200, Ok(EvaluationSchema)) },
     handler: async (request) => {
-      const form = await requireForm(store.db, workspaceOf(request), idOf('Form', request.params.id));
+      const workspaceId = workspaceOf(request);
+      const formId = idOf('Form', request.params.id);
+      const content = await withSnapshot(store, async (db) => {
+        await requireForm(db, workspaceId, formId);
+        return loadContent(db, formId);
+      });
       // Revisions arrive with the publishing issue: until then no version exists.
       if (request.body.version !== undefined) throw notFound('Revision');
-      const content = await loadContent(store.db, form.id);
       const answers = request.body.answers ?? {};
       checkAnswers(content.questions, answers);
       return { success: true, data: evaluateLogic(compileLogic(logicOf(content)), answers) };

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid, notFound } from '../../domain/errors.js';
 import { isId } from '../../domain/ids.js';
-import type { Store } from '../../store/db.js';
+import { withSnapshot, type Store } from '../../store/db.js';
 import { loadContent } from '../../store/form-content.js';
 import { createForm, deleteForm, getForm, listForms, updateForm } from '../../store/forms.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
@@ -63,8 +63,11 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
     config: { grants: ['forms:read'] },
     schema: { tags, summary: 'Get a form with its sections, questions and rules', params: IdParams, querystring: NoQuery, response: responses(200, Ok(FormWithContent)) },
     handler: async (request) => {
-      const form = await getForm(store.db, workspaceOf(request), formId(request.params.id));
-      return { success: true, data: { ...form, ...(await loadContent(store.db, form.id)) } };
+      const id = formId(request.params.id);
+      const workspaceId = workspaceOf(request);
+      // The form and its content as of one moment, never half of a concurrent change.
+      const data = await withSnapshot(store, async (db) => ({ ...(await getForm(db, workspaceId, id)), ...(await loadContent(db, id)) }));
+      return { success: true, data };
     },
   });
 
