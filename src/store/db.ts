@@ -122,13 +122,3 @@ function createPostgresStore(connectionString: string, max: number): Store {
   };
 }
 
-/**
- * Runs several reads against one consistent state: on PostgreSQL in a REPEATABLE READ
- * transaction, on SQLite on one held connection (no write can slip between the reads).
- */
-export async function withSnapshot<T>(store: Store, read: (db: Kysely<Database>) => Promise<T>): Promise<T> {
-  if (store.dialect === 'postgres') {
-    return store.db.transaction().setIsolationLevel('repeatable read').execute(read);
-  }
-  return store.db.connection().execute(read);
-}

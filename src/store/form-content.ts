@@ -1,11 +1,11 @@
-import type { Kysely, Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, invalid, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { LogicForm, LogicRule } from '../domain/logic.js';
 import { normalizeOptions } from '../domain/question-options.js';
 import type { Priority, QuestionType } from '../domain/questions.js';
 import { assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
-import type { Store } from './db.js';
+import type { Dialect, Store } from './db.js';
 import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
 import { preparedQuery } from './prepared.js';
@@ -101,6 +101,61 @@ const rulesOf = preparedQuery<FormRuleRow, [string]>(1, (db: Kysely<Database>, f
   db.selectFrom('form_rules').selectAll().where('form_id', '=', formId!).orderBy('position'),
 );
 
+const COLUMNS = {
+  form_sections: ['id', 'form_id', 'title', 'description', 'position', 'created_at', 'updated_at'],
+  form_questions: ['id', 'form_id', 'section_id', 'question_text', 'description', 'type', 'is_required', 'is_pii', 'priority', 'context', 'options', 'position', 'created_at', 'updated_at'],
+  form_rules: ['id', 'form_id', 'action', 'target_question_id', 'target_section_id', 'match', 'conditions', 'position', 'created_at', 'updated_at'],
+} as const;
+
+/** `(select <JSON array of the form's rows of table, in order>)` in the dialect's own JSON functions. */
+function rowsAsJson(dialect: Dialect, table: keyof typeof COLUMNS) {
+  if (dialect === 'postgres') {
+    return sql.raw(`(select coalesce(json_agg(t order by t.position), '[]'::json)::text from ${table} t where t.form_id = forms.id)`);
+  }
+  const fields = COLUMNS[table].map((c) => `'${c}', t.${c}`).join(', ');
+  return sql.raw(`(select json_group_array(json_object(${fields})) from (select * from ${table} where form_id = forms.id order by position) t)`);
+}
+
+const formWithContent = new Map<Dialect, string>();
+
+/**
+ * A live form of the workspace with its question count, sections, questions and rules, in one
+ * statement: one round trip, and one consistent state by construction (a statement sees one
+ * snapshot on both databases). `undefined` when there is no such form.
+ */
+export async function loadFormWithContent(
+  store: Store,
+  workspaceId: string,
+  formId: string,
+): Promise<{ form: FormRow; questionCount: number; content: FormContent } | undefined> {
+  let text = formWithContent.get(store.dialect);
+  if (!text) {
+    const query = sql`select forms.*,
+        (select count(*) from form_questions q where q.form_id = forms.id) as question_count,
+        ${rowsAsJson(store.dialect, 'form_sections')} as sections_json,
+        ${rowsAsJson(store.dialect, 'form_questions')} as questions_json,
+        ${rowsAsJson(store.dialect, 'form_rules')} as rules_json
+      from forms where workspace_id = ${'$ws'} and id = ${'$id'} and deleted_at is null`.compile(store.db);
+    text = query.sql;
+    formWithContent.set(store.dialect, text);
+  }
+  const result = await store.db.executeQuery<FormRow & { question_count: number | string; sections_json: string; questions_json: string; rules_json: string }>(
+    CompiledQuery.raw(text, [workspaceId, formId]),
+  );
+  const row = result.rows[0];
+  if (!row) return undefined;
+  const { question_count, sections_json, questions_json, rules_json, ...form } = row;
+  return {
+    form: form as FormRow,
+    questionCount: Number(question_count),
+    content: {
+      sections: (JSON.parse(sections_json) as FormSectionRow[]).map(toSection),
+      questions: (JSON.parse(questions_json) as FormQuestionRow[]).map(toQuestion),
+      rules: (JSON.parse(rules_json) as FormRuleRow[]).map(toRule),
+    },
+  };
+}
+
 export async function loadContent(db: Kysely<Database>, formId: string): Promise<FormContent> {
   const [sections, questions, rules] = await Promise.all([sectionsOf(db, formId), questionsOf(db, formId), rulesOf(db, formId)]);
   return { sections: sections.map(toSection), questions: questions.map(toQuestion), rules: rules.map(toRule) };
@@ -133,13 +188,6 @@ function formulasUsing(content: FormContent, questionId: string): QuestionView[]
 }
 
 const siblings = (table: 'form_sections' | 'form_questions' | 'form_rules', formId: string): Siblings => ({ table, parentColumn: 'form_id', parentId: formId });
-
-/** The live form of the workspace, read for a lookup (404 when it is not there). */
-export async function requireForm(db: Kysely<Database>, workspaceId: string, formId: string): Promise<FormRow> {
-  const form = await db.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null).executeTakeFirst();
-  if (!form) throw notFound('Form');
-  return form;
-}
 
 /**
  * Runs `work` in a transaction holding the form's row lock, after checking that the form exists

@@ -6,7 +6,6 @@ import type { Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
 import { questionCounts } from './form-content.js';
-import { preparedQuery } from './prepared.js';
 
 export interface Form {
   id: string;
@@ -40,7 +39,7 @@ export interface Page {
   limit: number;
 }
 
-function toForm(row: FormRow, questionCount: number): Form {
+export function toForm(row: FormRow, questionCount: number): Form {
   return {
     id: row.id,
     workspaceId: row.workspace_id,
@@ -77,19 +76,6 @@ export async function createForm(db: Kysely<Database>, workspaceId: string, inpu
   };
   await db.insertInto('forms').values(row).execute();
   return toForm(row, 0);
-}
-
-const formById = preparedQuery<FormRow & { question_count: number | string }, [string, string]>(2, (db: Kysely<Database>, workspaceId, id) =>
-  live(db, workspaceId!)
-    .selectAll('forms')
-    .select((eb) => eb.selectFrom('form_questions').select(eb.fn.countAll().as('n')).whereRef('form_questions.form_id', '=', 'forms.id').as('question_count'))
-    .where('id', '=', id!),
-);
-
-export async function getForm(db: Kysely<Database>, workspaceId: string, id: string): Promise<Form> {
-  const [row] = await formById(db, workspaceId, id);
-  if (!row) throw notFound('Form');
-  return toForm(row, Number(row.question_count));
 }
 
 export async function listForms(

@@ -47,6 +47,7 @@ describe('form content: questions, sections, rules, evaluation', () => {
     const got = (await send('GET', `/forms/${form}`)).json().data;
     assert.equal(got.questionCount, 3);
     assert.deepEqual(got.questions.map((x: { id: string }) => x.id), [q.id, rating.id, mcq.id]);
+    assert.deepEqual(got.questions, [q, rating, mcq], 'read back exactly as created');
     assert.equal((await send('GET', '/forms')).json().data.find((f: { id: string }) => f.id === form).questionCount, 3);
     const list = (await send('GET', `/forms/${form}/questions?limit=2`)).json();
     assert.deepEqual(list.meta, { total: 3, page: 1, limit: 2 });

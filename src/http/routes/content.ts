@@ -4,7 +4,7 @@ import { checkAnswers } from '../../domain/answers.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { isId } from '../../domain/ids.js';
 import { compileLogic, evaluateLogic } from '../../domain/logic.js';
-import { withSnapshot, type Store } from '../../store/db.js';
+import type { Store } from '../../store/db.js';
 import {
   createQuestion,
   createRule,
@@ -12,9 +12,8 @@ import {
   deleteQuestion,
   deleteRule,
   deleteSection,
-  loadContent,
+  loadFormWithContent,
   logicOf,
-  requireForm,
   updateQuestion,
   updateRule,
   updateSection,
@@ -64,10 +63,9 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
         const page = applyPagination(request.query);
         const workspaceId = workspaceOf(request);
         const formId = idOf('Form', request.params.id);
-        const items: unknown[] = await withSnapshot(store, async (db) => {
-          await requireForm(db, workspaceId, formId);
-          return (await loadContent(db, formId))[path];
-        });
+        const found = await loadFormWithContent(store, workspaceId, formId);
+        if (!found) throw notFound('Form');
+        const items: unknown[] = found.content[path];
         return listEnvelope(items.slice(page.offset, page.offset + page.limit), items.length, page);
       },
     });
@@ -171,10 +169,9 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     handler: async (request) => {
       const workspaceId = workspaceOf(request);
       const formId = idOf('Form', request.params.id);
-      const content = await withSnapshot(store, async (db) => {
-        await requireForm(db, workspaceId, formId);
-        return loadContent(db, formId);
-      });
+      const found = await loadFormWithContent(store, workspaceId, formId);
+      if (!found) throw notFound('Form');
+      const content = found.content;
       // Revisions arrive with the publishing issue: until then no version exists.
       if (request.body.version !== undefined) throw notFound('Revision');
       const answers = request.body.answers ?? {};

@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid, notFound } from '../../domain/errors.js';
 import { isId } from '../../domain/ids.js';
-import { withSnapshot, type Store } from '../../store/db.js';
-import { loadContent } from '../../store/form-content.js';
-import { createForm, deleteForm, getForm, listForms, updateForm } from '../../store/forms.js';
+import type { Store } from '../../store/db.js';
+import { loadFormWithContent } from '../../store/form-content.js';
+import { createForm, deleteForm, listForms, toForm, updateForm } from '../../store/forms.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
 import { QuestionSchema, RuleSchema, SectionSchema } from '../schemas/content.js';
@@ -63,11 +63,10 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
     config: { grants: ['forms:read'] },
     schema: { tags, summary: 'Get a form with its sections, questions and rules', params: IdParams, querystring: NoQuery, response: responses(200, Ok(FormWithContent)) },
     handler: async (request) => {
-      const id = formId(request.params.id);
-      const workspaceId = workspaceOf(request);
-      // The form and its content as of one moment, never half of a concurrent change.
-      const data = await withSnapshot(store, async (db) => ({ ...(await getForm(db, workspaceId, id)), ...(await loadContent(db, id)) }));
-      return { success: true, data };
+      // The form and its content in one statement: one consistent state, never half of a change.
+      const found = await loadFormWithContent(store, workspaceOf(request), formId(request.params.id));
+      if (!found) throw notFound('Form');
+      return { success: true, data: { ...toForm(found.form, found.questionCount), ...found.content } };
     },
   });
 
