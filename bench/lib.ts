@@ -1,18 +1,7 @@
 /** Node flags the server runs with, as `npm start` and the `formsign` command start it. */
 export const SERVER_FLAGS = process.env.BENCH_SERVER_FLAGS !== undefined ? process.env.BENCH_SERVER_FLAGS.split(' ').filter(Boolean) : ['--max-semi-space-size=4'];
 
-import net from 'node:net';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+export { freePort } from '../test/helpers/net.js';
 
 export async function waitUp(url: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
