@@ -31,7 +31,6 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
           : 'limit must be a whole number of at least 1 (a limit above 100 is applied as 100)';
       return new AppError('invalid_pagination', hint);
     }
-    if (context === 'params') return new AppError('not_found', 'Resource not found');
     const hint = picked ? describeAjvError(picked, context, request.renames) : 'the request is not valid';
     return new AppError('validation_failed', hint);
   }
