@@ -91,25 +91,8 @@ export const BulkFieldsBody = Type.Object(
   { fields: Type.Array(BulkFieldItem, { minItems: 1, maxItems: 500 }) },
   { additionalProperties: false },
 );
-export const UpdateFieldBody = Type.Object(
-  {
-    label: Type.Optional(Label),
-    type: Type.Optional(FieldTypeSchema),
-    pageNumber: Type.Optional(Type.Integer({ minimum: 1 })),
-    x: Type.Optional(Fraction),
-    y: Type.Optional(Fraction),
-    width: Type.Optional(Fraction),
-    height: Type.Optional(Fraction),
-    isRequired: Type.Optional(Type.Boolean()),
-    isReadOnly: Type.Optional(Type.Boolean()),
-    assigneeRole: Type.Optional(Role),
-    defaultValue: Type.Optional(DefaultValue),
-    direction: Type.Optional(DirectionSchema),
-    options: Type.Optional(FieldOptions),
-    order: Type.Optional(Order),
-  },
-  { additionalProperties: false },
-);
+/** Every key of a field, all optional: `PUT` changes only what it is given. */
+export const UpdateFieldBody = Type.Partial(CreateFieldBody, { additionalProperties: false });
 
 export const UpdateDocumentBody = Type.Object(
   { title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(FormStatus) },
