@@ -223,23 +223,11 @@ export interface Evaluation {
   missingRequiredQuestionIds: string[];
 }
 
-interface CompiledCondition {
-  /** Index of the source question in `questionIds`. */
-  source: number;
-  kind: AnswerKind;
-  operator: Operator;
-  value: unknown;
-}
-
-interface CompiledRule {
-  show: boolean;
-  all: boolean;
-  conditions: CompiledCondition[];
-}
-
 /**
- * A form prepared for many evaluations: nodes numbered (sections first, then questions), their
- * dependence order, and the rules of each node, so that an evaluation is one pass over arrays.
+ * A form prepared for many evaluations, as flat arrays: nodes numbered (sections first, then
+ * questions) in dependence order, and for each node the range of its rules, for each rule the range
+ * of its conditions. An evaluation is one pass over these arrays, in memory order, with no object
+ * per rule or condition to chase.
  */
 export interface CompiledLogic {
   sectionIds: string[];
@@ -249,8 +237,22 @@ export interface CompiledLogic {
   /** For each question, the node number of its section, or -1. */
   sectionOf: Int32Array;
   required: Uint8Array;
-  rules: Array<CompiledRule[] | null>;
+  /** Rules of node n: `ruleRange[2n] .. ruleRange[2n + 1]` (rules are laid out in visiting order). */
+  ruleRange: Int32Array;
+  /** Per rule: bit 0 show (else hide), bit 1 match all (else any). */
+  ruleFlags: Uint8Array;
+  /** Conditions of rule r: `conditionStart[r] .. conditionStart[r + 1]`. */
+  conditionStart: Int32Array;
+  /** Per condition: the source question's index in `questionIds`. */
+  conditionSource: Int32Array;
+  conditionKind: AnswerKind[];
+  conditionOperator: Operator[];
+  /** Per condition: the value to compare with (lists of `is_any_of` as sets). */
+  conditionValue: unknown[];
 }
+
+const SHOW = 1;
+const ALL = 2;
 
 export function compileLogic(form: LogicForm): CompiledLogic {
   const sectionIndex = new Map(form.sections.map((section, i) => [section.id, i]));
@@ -259,51 +261,107 @@ export function compileLogic(form: LogicForm): CompiledLogic {
   const total = base + form.questions.length;
   const kinds = form.questions.map((question) => answerKind(question.type, question.options));
 
-  // Edges of dependence as adjacency lists over node numbers.
-  const targets: number[][] = Array.from({ length: total }, () => []);
-  const indegree = new Int32Array(total);
+  // What each node depends on: its section, and the sources of the rules on it.
+  const dependsOn: number[][] = Array.from({ length: total }, () => []);
   const sectionOf = new Int32Array(form.questions.length).fill(-1);
   form.questions.forEach((question, i) => {
     if (question.sectionId === null) return;
     const section = sectionIndex.get(question.sectionId);
     if (section === undefined) throw new Error(`question ${question.id} names an unknown section`);
     sectionOf[i] = section;
-    targets[section]!.push(base + i);
-    indegree[base + i]!++;
+    dependsOn[base + i]!.push(section);
   });
-  // Filled, not `new Array(total)`: a large array of holes may be kept as a dictionary by V8.
-  const rules: Array<CompiledRule[] | null> = Array.from({ length: total }, () => null);
+  const rulesOf: LogicRule[][] = Array.from({ length: total }, () => []);
   for (const rule of form.rules) {
-    const target = rule.targetQuestionId !== null ? base + questionIndex.get(rule.targetQuestionId)! : sectionIndex.get(rule.targetSectionId!)!;
-    if (target === undefined || Number.isNaN(target)) throw new Error(`rule ${rule.id} names an unknown target`);
-    const conditions = rule.conditions.map((condition) => {
+    const target = rule.targetQuestionId !== null ? questionIndex.get(rule.targetQuestionId) : sectionIndex.get(rule.targetSectionId ?? '');
+    if (target === undefined) throw new Error(`rule ${rule.id} names an unknown target`);
+    const node = rule.targetQuestionId !== null ? base + target : target;
+    for (const condition of rule.conditions) {
       const source = questionIndex.get(condition.sourceQuestionId);
       if (source === undefined) throw new Error(`rule ${rule.id} names an unknown source`);
-      targets[base + source]!.push(target);
-      indegree[target]!++;
-      // Lists become sets once, so a condition costs the same however long its list is.
-      const value = condition.operator === 'is_any_of' && Array.isArray(condition.value) ? new Set(condition.value) : condition.value;
-      return { source, kind: kinds[source]!, operator: condition.operator, value };
-    });
-    (rules[target] ??= []).push({ show: rule.action === 'show', all: rule.match === 'all', conditions });
+      dependsOn[node]!.push(base + source);
+    }
+    rulesOf[node]!.push(rule);
   }
-  // Kahn's algorithm; stored forms are acyclic (rules that would close a loop are refused).
+
+  // Dependence order by depth-first search from each node in number order, emitting a node after
+  // everything it depends on. Nodes that sit together in the form stay together in the order, so
+  // an evaluation walks memory nearly in sequence however large the form (a breadth-first order
+  // interleaves distant parts of a large form). Iterative, so large forms keep the stack small.
   const order = new Int32Array(total);
-  let head = 0;
-  let tail = 0;
-  for (let n = 0; n < total; n++) if (indegree[n] === 0) order[tail++] = n;
-  while (head < tail) {
-    const node = order[head++]!;
-    for (const t of targets[node]!) if (--indegree[t]! === 0) order[tail++] = t;
+  const state = new Uint8Array(total); // 0 new, 1 on the current path, 2 emitted
+  const stack = new Int32Array(total);
+  const cursor = new Int32Array(total);
+  let emitted = 0;
+  for (let start = 0; start < total; start++) {
+    if (state[start]) continue;
+    let depth = 0;
+    stack[0] = start;
+    cursor[0] = 0;
+    state[start] = 1;
+    while (depth >= 0) {
+      const node = stack[depth]!;
+      const deps = dependsOn[node]!;
+      if (cursor[depth]! < deps.length) {
+        const dep = deps[cursor[depth]!++]!;
+        // Stored forms are acyclic (rules that would close a loop are refused).
+        if (state[dep] === 1) throw new Error('the form has a loop of rules; it cannot be evaluated');
+        if (state[dep] === 0) {
+          state[dep] = 1;
+          stack[++depth] = dep;
+          cursor[depth] = 0;
+        }
+        continue;
+      }
+      state[node] = 2;
+      order[emitted++] = node;
+      depth--;
+    }
   }
-  if (tail !== total) throw new Error('the form has a loop of rules; it cannot be evaluated');
+
+  // Rules and conditions laid out in the order the evaluation visits them.
+  const ruleFlags = new Uint8Array(form.rules.length);
+  const conditionStart = new Int32Array(form.rules.length + 1);
+  const conditionCount = form.rules.reduce((sum, rule) => sum + rule.conditions.length, 0);
+  const conditionSource = new Int32Array(conditionCount);
+  const conditionKind: AnswerKind[] = [];
+  const conditionOperator: Operator[] = [];
+  const conditionValue: unknown[] = [];
+  const ruleRangeOf = new Int32Array(total * 2);
+  let r = 0;
+  let c = 0;
+  for (const node of order) {
+    ruleRangeOf[2 * node] = r;
+    for (const rule of rulesOf[node]!) {
+      ruleFlags[r] = (rule.action === 'show' ? SHOW : 0) | (rule.match === 'all' ? ALL : 0);
+      conditionStart[r] = c;
+      for (const condition of rule.conditions) {
+        const source = questionIndex.get(condition.sourceQuestionId)!;
+        conditionSource[c] = source;
+        conditionKind.push(kinds[source]!);
+        conditionOperator.push(condition.operator);
+        // Lists become sets once, so a condition costs the same however long its list is.
+        conditionValue.push(condition.operator === 'is_any_of' && Array.isArray(condition.value) ? new Set(condition.value) : condition.value);
+        c++;
+      }
+      r++;
+    }
+    ruleRangeOf[2 * node + 1] = r;
+  }
+  conditionStart[r] = c;
   return {
     sectionIds: form.sections.map((section) => section.id),
     questionIds: form.questions.map((question) => question.id),
     order,
     sectionOf,
     required: Uint8Array.from(form.questions, (question, i) => (question.isRequired && kinds[i] !== 'none' ? 1 : 0)),
-    rules,
+    ruleRange: ruleRangeOf,
+    ruleFlags,
+    conditionStart,
+    conditionSource,
+    conditionKind,
+    conditionOperator,
+    conditionValue,
   };
 }
 
@@ -313,35 +371,43 @@ export function compileLogic(form: LogicForm): CompiledLogic {
  */
 export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Uint8Array {
   const base = logic.sectionIds.length;
-  const ids = logic.questionIds;
+  const { questionIds: ids, order, ruleRange, ruleFlags, conditionStart, conditionSource, conditionKind, conditionOperator, conditionValue, sectionOf } = logic;
   const visible = new Uint8Array(base + ids.length);
-  const holds = (rule: CompiledRule): boolean => {
-    for (const c of rule.conditions) {
-      const answer = visible[base + c.source] ? answers[ids[c.source]!] : undefined;
-      const ok = conditionHolds(c.kind, c.operator, c.value, answer);
-      if (rule.all ? !ok : ok) return !rule.all;
-    }
-    return rule.all;
-  };
-  for (const node of logic.order) {
-    const rules = logic.rules[node];
+  for (let k = 0; k < order.length; k++) {
+    const node = order[k]!;
     let shown = true;
-    if (rules) {
-      let hasShow = false;
-      let shows = false;
-      for (const rule of rules) {
-        if (rule.show) {
-          hasShow = true;
-          if (!shows && holds(rule)) shows = true;
-        } else if (holds(rule)) {
-          shown = false;
+    let hasShow = false;
+    let shows = false;
+    for (let r = ruleRange[2 * node]!, end = ruleRange[2 * node + 1]!; r < end; r++) {
+      const flags = ruleFlags[r]!;
+      const show = (flags & SHOW) !== 0;
+      if (show) {
+        hasShow = true;
+        if (shows) continue;
+      }
+      // Whether the rule holds: all / any of its conditions on the effective answers (a hidden
+      // question's answer counts as empty).
+      const all = (flags & ALL) !== 0;
+      let holds = all;
+      for (let c = conditionStart[r]!, cEnd = conditionStart[r + 1]!; c < cEnd; c++) {
+        const source = conditionSource[c]!;
+        const answer = visible[base + source] ? answers[ids[source]!] : undefined;
+        const ok = conditionHolds(conditionKind[c]!, conditionOperator[c]!, conditionValue[c], answer);
+        if (all ? !ok : ok) {
+          holds = !all;
           break;
         }
       }
-      if (hasShow && !shows) shown = false;
+      if (!holds) continue;
+      if (show) shows = true;
+      else {
+        shown = false;
+        break;
+      }
     }
+    if (hasShow && !shows) shown = false;
     if (shown && node >= base) {
-      const section = logic.sectionOf[node - base]!;
+      const section = sectionOf[node - base]!;
       if (section >= 0 && !visible[section]) shown = false;
     }
     visible[node] = shown ? 1 : 0;
@@ -352,16 +418,27 @@ export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<
 /** Which questions and sections show for these answers (already checked against the questions). */
 export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Evaluation {
   const visible = decideVisibility(logic, answers);
-  const base = logic.sectionIds.length;
-  const result: Evaluation = { visibleQuestionIds: [], hiddenQuestionIds: [], visibleSectionIds: [], hiddenSectionIds: [], missingRequiredQuestionIds: [] };
-  logic.sectionIds.forEach((id, i) => (visible[i] ? result.visibleSectionIds : result.hiddenSectionIds).push(id));
-  logic.questionIds.forEach((id, i) => {
-    if (!visible[base + i]) {
-      result.hiddenQuestionIds.push(id);
-      return;
+  const { sectionIds, questionIds, required } = logic;
+  const base = sectionIds.length;
+  const split = (ids: string[], offset: number): [string[], string[]] => {
+    let shown = 0;
+    for (let i = 0; i < ids.length; i++) shown += visible[offset + i]!;
+    // Sized once and filled in place: no growing and copying on large forms.
+    const yes = new Array<string>(shown);
+    const no = new Array<string>(ids.length - shown);
+    let y = 0;
+    let n = 0;
+    for (let i = 0; i < ids.length; i++) {
+      if (visible[offset + i]) yes[y++] = ids[i]!;
+      else no[n++] = ids[i]!;
     }
-    result.visibleQuestionIds.push(id);
-    if (logic.required[i] && isEmpty(answers[id])) result.missingRequiredQuestionIds.push(id);
-  });
-  return result;
+    return [yes, no];
+  };
+  const [visibleSectionIds, hiddenSectionIds] = split(sectionIds, 0);
+  const [visibleQuestionIds, hiddenQuestionIds] = split(questionIds, base);
+  const missingRequiredQuestionIds: string[] = [];
+  for (let i = 0; i < questionIds.length; i++) {
+    if (required[i] && visible[base + i] && isEmpty(answers[questionIds[i]!])) missingRequiredQuestionIds.push(questionIds[i]!);
+  }
+  return { visibleQuestionIds, hiddenQuestionIds, visibleSectionIds, hiddenSectionIds, missingRequiredQuestionIds };
 }
