@@ -13,6 +13,7 @@ import { contentRoutes } from './http/routes/content.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
+import { revisionRoutes } from './http/routes/revisions.js';
 import { operationRoutes } from './http/routes/operations.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
 import { makeValidatorCompiler } from './http/validation.js';
@@ -124,11 +125,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return;
     const opaque = new Set(route.config?.opaqueKeys ?? []);
+    const optionalBody = route.config?.optionalBody === true;
     const camelize: preValidationHookHandler = (request, reply, done) => {
       if (request.isMultipart()) {
         reply.header('connection', 'close');
         return done(new AppError('unsupported_media_type', 'This endpoint takes a JSON body (Content-Type: application/json), not multipart/form-data.'));
       }
+      if (request.body === undefined && optionalBody) request.body = {};
       const body = request.body;
       if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
         request.renames = new Map();
@@ -181,6 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   contentRoutes(app, deps.store);
   documentRoutes(app, deps);
   fieldRoutes(app, deps.store);
+  revisionRoutes(app, deps.store);
 
   return app;
 }

@@ -6,3 +6,9 @@ export function workspaceOf(request: FastifyRequest): string {
   if (!request.principal) throw new AppError('missing_api_key', 'Send your API key in the header "Authorization: Bearer <API key>".');
   return request.principal.workspaceId;
 }
+
+/** The id of the API key behind an authenticated request (revisions record who published). */
+export function keyIdOf(request: FastifyRequest): string {
+  if (!request.principal) throw new AppError('missing_api_key', 'Send your API key in the header "Authorization: Bearer <API key>".');
+  return request.principal.keyId;
+}

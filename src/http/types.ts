@@ -10,6 +10,8 @@ declare module 'fastify' {
     public?: boolean;
     /** Body keys whose values are free JSON, kept exactly as given (no key casing, no unknown-key rule). */
     opaqueKeys?: string[];
+    /** The JSON body may be left out altogether (then it is `{}`), as for publishing. */
+    optionalBody?: boolean;
   }
   interface FastifyRequest {
     /** The verified key behind the request; set on every authenticated route. */

@@ -5,6 +5,7 @@ import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Store } from './db.js';
 import type { Page } from './forms.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
+import { publishDocumentLocked, withVersionRetry } from './revisions.js';
 import { forUpdate } from './tx.js';
 
 export interface DocumentView {
@@ -113,22 +114,19 @@ export async function listDocuments(
   return { items: rows.map(toDocument), total: Number(count.n) };
 }
 
+/** As `updateForm`: `status: "published"` publishes unless there is nothing to publish. */
 export async function updateDocument(
   store: Store,
   workspaceId: string,
   id: string,
   patch: { title?: string; status?: Status },
+  keyId: string,
 ): Promise<DocumentView> {
-  return store.db.transaction().execute(async (trx) => {
+  return withVersionRetry(() => store.db.transaction().execute(async (trx) => {
     const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', id), store.dialect).executeTakeFirst();
     if (!row) throw notFound('Document');
     const current = row.status as Status;
-    if (patch.status !== undefined) {
-      assertForwardTransition('document', current, patch.status);
-      if (patch.status === 'published' && current !== 'published') {
-        throw new AppError('invalid_status_transition', 'Publishing documents is not available in this version of the service; the document stays a draft.');
-      }
-    }
+    if (patch.status !== undefined) assertForwardTransition('document', current, patch.status);
     if (current === 'archived' && patch.title !== undefined) {
       throw new AppError('document_not_editable', 'This document is archived and read only.');
     }
@@ -137,12 +135,20 @@ export async function updateDocument(
       changes.title = patch.title;
       changes.has_unpublished_changes = 1;
     }
-    if (patch.status !== undefined && patch.status !== current) changes.status = patch.status;
-    if (Object.keys(changes).length === 0) return toDocument(row);
-    changes.updated_at = new Date().toISOString();
-    await trx.updateTable('documents').set(changes).where('id', '=', id).execute();
-    return toDocument({ ...row, ...changes });
-  });
+    // Publishing sets the status itself, with the revision.
+    if (patch.status !== undefined && patch.status !== current && patch.status !== 'published') changes.status = patch.status;
+    let updated = row;
+    if (Object.keys(changes).length > 0) {
+      changes.updated_at = new Date().toISOString();
+      await trx.updateTable('documents').set(changes).where('id', '=', id).execute();
+      updated = { ...row, ...changes };
+    }
+    if (patch.status === 'published') {
+      const published = await publishDocumentLocked(trx, updated, { keyId, ifNoChanges: 'keep' });
+      if (published) return published.document;
+    }
+    return toDocument(updated);
+  }));
 }
 
 /**
@@ -162,6 +168,8 @@ export async function deleteDocument(db: Kysely<Database>, workspaceId: string, 
     if (Number(result.numUpdatedRows) === 0) throw notFound('Document');
     return [];
   }
+  // The files its revisions keep go with them (the rows cascade); today they are the document's own.
+  const kept = await db.selectFrom('document_revisions').select(['sha256', 'rendition_sha256']).where('document_id', '=', id).execute();
   const rows = await db
     .deleteFrom('documents')
     .where('workspace_id', '=', workspaceId)
@@ -169,23 +177,33 @@ export async function deleteDocument(db: Kysely<Database>, workspaceId: string, 
     .returning(['sha256', 'rendition_sha256'])
     .execute();
   if (rows.length === 0) throw notFound('Document');
-  return rows.flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null);
+  return [...new Set([...rows, ...kept].flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null))];
 }
 
-/** The hashes among `hashes` that no document refers to any more. */
+/** The hashes among `hashes` that no document and no document revision refers to any more. */
 export async function unreferenced(db: Kysely<Database>, hashes: string[]): Promise<string[]> {
   if (hashes.length === 0) return [];
-  const used = await db
-    .selectFrom('documents')
-    .select(['sha256', 'rendition_sha256'])
-    .where((eb) => eb.or([eb('sha256', 'in', hashes), eb('rendition_sha256', 'in', hashes)]))
-    .execute();
-  const inUse = new Set(used.flatMap((r) => [r.sha256, r.rendition_sha256]));
+  const inUse = new Set<string | null>();
+  for (const table of ['documents', 'document_revisions'] as const) {
+    const used = await db
+      .selectFrom(table)
+      .select(['sha256', 'rendition_sha256'])
+      .where((eb) => eb.or([eb('sha256', 'in', hashes), eb('rendition_sha256', 'in', hashes)]))
+      .execute();
+    for (const r of used) inUse.add(r.sha256).add(r.rendition_sha256);
+  }
   return hashes.filter((h) => !inUse.has(h));
 }
 
-/** Every blob hash a row refers to (for the start-up sweep). */
+/** Every blob hash a row refers to: documents and the revisions that keep files (for the start-up sweep). */
 export async function referencedBlobs(db: Kysely<Database>): Promise<Set<string>> {
-  const rows = await db.selectFrom('documents').select(['sha256', 'rendition_sha256']).execute();
-  return new Set(rows.flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null));
+  const referenced = new Set<string>();
+  for (const table of ['documents', 'document_revisions'] as const) {
+    const rows = await db.selectFrom(table).select(['sha256', 'rendition_sha256']).execute();
+    for (const r of rows) {
+      referenced.add(r.sha256);
+      if (r.rendition_sha256 !== null) referenced.add(r.rendition_sha256);
+    }
+  }
+  return referenced;
 }

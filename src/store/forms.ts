@@ -6,6 +6,7 @@ import type { Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
 import { questionCounts } from './form-content.js';
+import { publishFormLocked, withVersionRetry } from './revisions.js';
 
 export interface Form {
   id: string;
@@ -94,21 +95,17 @@ export async function listForms(
   return { items: rows.map((r) => toForm(r, counts.get(r.id) ?? 0)), total: Number(count.n) };
 }
 
-export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch): Promise<Form> {
-  return store.db.transaction().execute(async (trx) => {
+/**
+ * Applies the keys given; `status: "published"` then publishes the result (a new revision, by the
+ * key `keyId`) unless it is published already with nothing changed, which changes nothing.
+ */
+export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch, keyId: string): Promise<Form> {
+  return withVersionRetry(() => store.db.transaction().execute(async (trx) => {
     const row = await forUpdate(live(trx, workspaceId).selectAll().where('id', '=', id), store.dialect).executeTakeFirst();
     if (!row) throw notFound('Form');
     const current = row.status as Status;
     const { status, ...content } = patch;
-    if (status !== undefined) {
-      assertForwardTransition('form', current, status);
-      if (status === 'published' && current !== 'published') {
-        throw new AppError(
-          'invalid_status_transition',
-          'Publishing forms is not available in this version of the service; the form stays a draft.',
-        );
-      }
-    }
+    if (status !== undefined) assertForwardTransition('form', current, status);
     const editsContent = Object.values(content).some((value) => value !== undefined);
     if (current === 'archived' && editsContent) {
       throw new AppError('form_not_editable', 'This form is archived and read only; create a new form to make changes.');
@@ -122,13 +119,21 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
     }
     const contentChanged = Object.keys(changes).length > 0;
     if (contentChanged) changes.has_unpublished_changes = 1;
-    if (status !== undefined && status !== current) changes.status = status;
+    // Publishing sets the status itself, with the revision.
+    if (status !== undefined && status !== current && status !== 'published') changes.status = status;
+    let updated = row;
+    if (Object.keys(changes).length > 0) {
+      changes.updated_at = new Date().toISOString();
+      await trx.updateTable('forms').set(changes).where('id', '=', id).execute();
+      updated = { ...row, ...changes };
+    }
+    if (status === 'published') {
+      const published = await publishFormLocked(trx, updated, { keyId, ifNoChanges: 'keep' });
+      if (published) return published.form;
+    }
     const count = (await questionCounts(trx, [id])).get(id) ?? 0;
-    if (Object.keys(changes).length === 0) return toForm(row, count);
-    changes.updated_at = new Date().toISOString();
-    await trx.updateTable('forms').set(changes).where('id', '=', id).execute();
-    return toForm({ ...row, ...changes }, count);
-  });
+    return toForm(updated, count);
+  }));
 }
 
 /** Soft delete hides the form; permanent delete removes it (also when already soft-deleted). */

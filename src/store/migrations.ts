@@ -159,6 +159,35 @@ const MIGRATIONS: Migration[] = [
       await db.schema.createIndex('form_rules_target_section').on('form_rules').column('target_section_id').execute();
     },
   },
+  {
+    id: '0004_revisions',
+    async up(db) {
+      // Versions are unique per form / document: the row lock taken by publishing makes them
+      // consecutive, the constraint makes a duplicate impossible whatever happens.
+      for (const [table, parent, parentTable] of [
+        ['form_revisions', 'form_id', 'forms'],
+        ['document_revisions', 'document_id', 'documents'],
+      ] as const) {
+        let create = db.schema
+          .createTable(table)
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn(parent, 'text', (c) => c.notNull().references(`${parentTable}.id`).onDelete('cascade'))
+          .addColumn('version', 'integer', (c) => c.notNull())
+          .addColumn('published_at', 'text', (c) => c.notNull())
+          .addColumn('published_by', 'text', (c) => c.notNull())
+          .addColumn('changes_summary', 'text', (c) => c.notNull())
+          .addColumn('definition_hash', 'text', (c) => c.notNull())
+          .addColumn('snapshot', 'text', (c) => c.notNull());
+        if (table === 'document_revisions') {
+          // The stored files the snapshot refers to: kept while the revision exists.
+          create = create.addColumn('sha256', 'text', (c) => c.notNull()).addColumn('rendition_sha256', 'text');
+        }
+        await create.addUniqueConstraint(`${table}_version`, [parent, 'version']).execute();
+      }
+      await db.schema.createIndex('document_revisions_sha256').on('document_revisions').column('sha256').execute();
+      await db.schema.createIndex('document_revisions_rendition').on('document_revisions').column('rendition_sha256').execute();
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

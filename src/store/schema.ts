@@ -127,6 +127,29 @@ export interface FormRuleRow {
   updated_at: string;
 }
 
+export interface RevisionRowBase {
+  id: string;
+  version: number;
+  published_at: string;
+  /** Id of the API key that published. */
+  published_by: string;
+  changes_summary: string;
+  /** SHA-256 of the definition (see `definitionHash`): equal hashes mean nothing changed. */
+  definition_hash: string;
+  /** JSON text of the snapshot, exactly as served. */
+  snapshot: string;
+}
+
+export interface FormRevisionRow extends RevisionRowBase {
+  form_id: string;
+}
+
+export interface DocumentRevisionRow extends RevisionRowBase {
+  document_id: string;
+  sha256: string;
+  rendition_sha256: string | null;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -141,5 +164,7 @@ export interface Database {
   form_questions: FormQuestionRow;
   form_rules: FormRuleRow;
   document_fields: DocumentFieldRow;
+  form_revisions: FormRevisionRow;
+  document_revisions: DocumentRevisionRow;
   schema_migrations: SchemaMigrationRow;
 }

@@ -248,7 +248,10 @@ describe('documents', () => {
     const put = (id: string, payload: object) => ctx.app.inject({ method: 'PUT', url: `${DOCS}/${id}`, headers: h, payload });
     const renamed = await put(ids[0]!, { title: 'Renamed' });
     assert.equal(renamed.json().data.title, 'Renamed');
-    assert.equal((await put(ids[0]!, { status: 'published' })).json().code, 'invalid_status_transition');
+    const published = (await put(ids[0]!, { status: 'published' })).json().data;
+    assert.equal(published.status, 'published');
+    assert.equal(published.currentVersion, 1);
+    assert.equal((await put(ids[0]!, { status: 'draft' })).json().code, 'invalid_status_transition');
     assert.equal((await put(ids[0]!, { status: 'archived' })).json().data.status, 'archived');
     assert.equal((await put(ids[0]!, { status: 'draft' })).json().code, 'invalid_status_transition');
     assert.equal((await put(ids[0]!, { title: 'x' })).json().code, 'document_not_editable');

@@ -244,8 +244,15 @@ describe('forms CRUD', () => {
     const put = (payload: object) => ctx.app.inject({ method: 'PUT', url: `${FORMS}/${form.id}`, headers, payload });
     assert.equal((await put({ status: 'draft' })).statusCode, 200);
     const publish = await put({ status: 'published' });
-    assert.equal(publish.statusCode, 409);
-    assert.equal(publish.json().code, 'invalid_status_transition');
+    assert.equal(publish.statusCode, 200);
+    assert.equal(publish.json().data.status, 'published');
+    assert.equal(publish.json().data.currentVersion, 1);
+    assert.equal(publish.json().data.hasUnpublishedChanges, false);
+    // Published with nothing changed: PUT changes nothing (no new revision) and answers 200.
+    const again = await put({ status: 'published' });
+    assert.equal(again.statusCode, 200);
+    assert.deepEqual(again.json().data, publish.json().data);
+    assert.equal((await put({ status: 'draft' })).json().code, 'invalid_status_transition');
     const archived = await put({ status: 'archived' });
     assert.equal(archived.statusCode, 200);
     assert.equal(archived.json().data.status, 'archived');

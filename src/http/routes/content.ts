@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { checkAnswers } from '../../domain/answers.js';
+import { checkAnswers, type AnswerQuestion } from '../../domain/answers.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { isId } from '../../domain/ids.js';
-import { compileLogic, evaluateLogic } from '../../domain/logic.js';
+import { compileLogic, evaluateLogic, type CompiledLogic } from '../../domain/logic.js';
 import type { Store } from '../../store/db.js';
 import {
   createQuestion,
@@ -18,6 +18,7 @@ import {
   updateRule,
   updateSection,
 } from '../../store/form-content.js';
+import { findFormRevision, formSnapshotOf } from '../../store/revisions.js';
 import { applyPagination, listEnvelope, paginationQuery } from '../pagination.js';
 import { workspaceOf } from '../principal.js';
 import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
@@ -39,6 +40,10 @@ import {
 import { NoQuery } from '../schemas/forms.js';
 
 const ListQuery = Type.Object(paginationQuery, { additionalProperties: false });
+
+/** Compiled revisions kept for `POST /evaluate` with `version` (most recently used last). */
+const COMPILED_REVISIONS = 64;
+const compiledRevisions = new Map<string, { questions: AnswerQuestion[]; logic: CompiledLogic }>();
 
 function idOf(kind: string, id: string): string {
   if (!isId(id)) throw notFound(kind);
@@ -169,14 +174,27 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     handler: async (request) => {
       const workspaceId = workspaceOf(request);
       const formId = idOf('Form', request.params.id);
+      const answers = request.body.answers ?? {};
+      const { version } = request.body;
+      if (version !== undefined) {
+        // A revision never changes: its questions and compiled logic are kept after the first use.
+        const revisionId = await findFormRevision(store.db, workspaceId, formId, version >= 1 && version <= 2_147_483_647 ? version : null);
+        let prepared = compiledRevisions.get(revisionId);
+        if (prepared) {
+          compiledRevisions.delete(revisionId); // most recently used last
+        } else {
+          const snapshot = await formSnapshotOf(store.db, revisionId);
+          prepared = { questions: snapshot.questions, logic: compileLogic(logicOf(snapshot)) };
+          if (compiledRevisions.size >= COMPILED_REVISIONS) compiledRevisions.delete(compiledRevisions.keys().next().value!);
+        }
+        compiledRevisions.set(revisionId, prepared);
+        checkAnswers(prepared.questions, answers);
+        return { success: true, data: evaluateLogic(prepared.logic, answers) };
+      }
       const found = await loadFormWithContent(store, workspaceId, formId);
       if (!found) throw notFound('Form');
-      const content = found.content;
-      // Revisions arrive with the publishing issue: until then no version exists.
-      if (request.body.version !== undefined) throw notFound('Revision');
-      const answers = request.body.answers ?? {};
-      checkAnswers(content.questions, answers);
-      return { success: true, data: evaluateLogic(compileLogic(logicOf(content)), answers) };
+      checkAnswers(found.content.questions, answers);
+      return { success: true, data: evaluateLogic(compileLogic(logicOf(found.content)), answers) };
     },
   });
 }

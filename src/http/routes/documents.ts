@@ -24,7 +24,7 @@ import {
   updateDocument,
 } from '../../store/documents.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
-import { workspaceOf } from '../principal.js';
+import { keyIdOf, workspaceOf } from '../principal.js';
 import { Deleted, Ok, OkList, responses } from '../schemas/common.js';
 import { DocumentParams, DocumentSchema, DocumentWithFields, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
 import { DeleteQuery, NoQuery } from '../schemas/forms.js';
@@ -289,7 +289,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
       const document = await updateDocument(store, workspaceOf(request), id, {
         title: checkTitle(request.body.title),
         status: request.body.status,
-      });
+      }, keyIdOf(request));
       return { success: true, data: document };
     },
   });

@@ -12,7 +12,7 @@ import { CreateFormBody, DeleteQuery, Form, ListFormsQuery, NoQuery, UpdateFormB
 import { Type } from 'typebox';
 
 const FormWithContent = Type.Intersect([Form, Type.Object({ sections: Type.Array(SectionSchema), questions: Type.Array(QuestionSchema), rules: Type.Array(RuleSchema) })]);
-import { workspaceOf } from '../principal.js';
+import { keyIdOf, workspaceOf } from '../principal.js';
 
 const SETTINGS_MAX_BYTES = 64 * 1024;
 
@@ -84,7 +84,7 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
       const id = formId(request.params.id);
       const body = request.body;
       checkSettings(body.settings);
-      const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) });
+      const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) }, keyIdOf(request));
       return { success: true, data: form };
     },
   });

@@ -1,0 +1,340 @@
+import type { Kysely, Transaction } from 'kysely';
+import { AppError, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import {
+  definitionHash,
+  diffDocuments,
+  diffForms,
+  summarize,
+  type DocumentDefinition,
+  type FormDefinition,
+  type SnapshotItem,
+} from '../domain/revisions.js';
+import type { Store } from './db.js';
+import { listFields, liveDocuments, toDocument, type DocumentView, type FieldView } from './documents.js';
+import { loadContent, type FormContent } from './form-content.js';
+import { toForm, type Form, type Page } from './forms.js';
+import type { Database, DocumentRow, FormRow } from './schema.js';
+import { forUpdate } from './tx.js';
+
+export interface RevisionView {
+  id: string;
+  formId?: string;
+  documentId?: string;
+  version: number;
+  publishedAt: string;
+  publishedBy: string;
+  changesSummary: string;
+}
+
+export type FormSnapshot = { form: Form } & FormContent;
+export interface DocumentSnapshot {
+  document: DocumentView;
+  fields: FieldView[];
+}
+
+export interface PublishOptions {
+  /** Id of the API key that publishes. */
+  keyId: string;
+  /** The client's summary; generated from the diff when absent. */
+  changesSummary?: string | null;
+  /**
+   * With nothing to publish: `refuse` (`POST …/publish`: `409 no_changes`) or `keep`
+   * (`PUT {status:"published"}` on a published draft: nothing happens).
+   */
+  ifNoChanges: 'refuse' | 'keep';
+}
+
+const noChanges = (kind: string) =>
+  new AppError('no_changes', `Nothing changed since the last revision of this ${kind}; change the draft first, then publish.`);
+
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/**
+ * Runs a publishing transaction, again when it lost a race for a version number. Publishing holds
+ * the row lock of the form or document, so versions are consecutive already; the unique constraint
+ * on (parent, version) is the guarantee, and this the recovery should anything slip past the lock.
+ */
+export async function withVersionRetry<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= 5 || !isUniqueViolation(error)) throw error;
+    }
+  }
+}
+
+async function nextVersion(trx: Transaction<Database>, table: 'form_revisions' | 'document_revisions', parentColumn: 'form_id' | 'document_id', parentId: string) {
+  const row = await (trx as Transaction<any>)
+    .selectFrom(table)
+    .select((eb) => eb.fn.max('version').as('v'))
+    .where(parentColumn, '=', parentId)
+    .executeTakeFirst();
+  return Number((row as { v: number | string | null } | undefined)?.v ?? 0) + 1;
+}
+
+/** The definition the diff and the hash read, from the objects of a form snapshot. */
+function formDefinition(snapshot: FormSnapshot): FormDefinition {
+  const { title, description, settings } = snapshot.form;
+  const items = (list: unknown[]) => list as SnapshotItem[];
+  return { form: { title, description, settings }, sections: items(snapshot.sections), questions: items(snapshot.questions), rules: items(snapshot.rules) };
+}
+
+function documentDefinition(snapshot: DocumentSnapshot): DocumentDefinition {
+  return { document: { title: snapshot.document.title, sha256: snapshot.document.sha256 }, fields: snapshot.fields as unknown as SnapshotItem[] };
+}
+
+/**
+ * Publishes the form whose row `row` the caller has locked in `trx`: freezes the draft into the
+ * next revision and marks the form published. `null` when there is nothing to publish and
+ * `ifNoChanges` is `keep`.
+ */
+export async function publishFormLocked(
+  trx: Transaction<Database>,
+  row: FormRow,
+  options: PublishOptions,
+): Promise<{ form: Form; revision: RevisionView } | null> {
+  if (row.current_version !== null && !row.has_unpublished_changes) {
+    if (options.ifNoChanges === 'keep') return null;
+    throw noChanges('form');
+  }
+  const content = await loadContent(trx, row.id);
+  const version = await nextVersion(trx, 'form_revisions', 'form_id', row.id);
+  const now = new Date().toISOString();
+  const published: FormRow = { ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now };
+  const form = toForm(published, content.questions.length);
+  const snapshot: FormSnapshot = { form, sections: content.sections, questions: content.questions, rules: content.rules };
+  const definition = formDefinition(snapshot);
+  const hash = definitionHash(definition);
+
+  // Unchanged since the last revision (an edit undone counts as no change)?
+  const previous = version > 1
+    ? await trx.selectFrom('form_revisions').select(['id', 'definition_hash']).where('form_id', '=', row.id).where('version', '=', version - 1).executeTakeFirst()
+    : undefined;
+  if (previous && previous.definition_hash === hash) {
+    if (options.ifNoChanges === 'keep') return null;
+    throw noChanges('form');
+  }
+  let summary = options.changesSummary ?? null;
+  if (summary === null) {
+    const before = previous
+      ? formDefinition(JSON.parse((await trx.selectFrom('form_revisions').select('snapshot').where('id', '=', previous.id).executeTakeFirstOrThrow()).snapshot) as FormSnapshot)
+      : null;
+    summary = summarize(diffForms(before, definition), before === null);
+  }
+  const revision = { id: newId(), form_id: row.id, version, published_at: now, published_by: options.keyId, changes_summary: summary, definition_hash: hash, snapshot: JSON.stringify(snapshot) };
+  await trx.insertInto('form_revisions').values(revision).execute();
+  await trx
+    .updateTable('forms')
+    .set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now })
+    .where('id', '=', row.id)
+    .execute();
+  return { form, revision: { id: revision.id, formId: row.id, version, publishedAt: now, publishedBy: options.keyId, changesSummary: summary } };
+}
+
+/** `POST /forms/{id}/publish`. */
+export async function publishForm(
+  store: Store,
+  workspaceId: string,
+  formId: string,
+  options: Omit<PublishOptions, 'ifNoChanges'>,
+): Promise<{ form: Form; revision: RevisionView }> {
+  return withVersionRetry(() =>
+    store.db.transaction().execute(async (trx) => {
+      const row = await forUpdate(
+        trx.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null),
+        store.dialect,
+      ).executeTakeFirst();
+      if (!row) throw notFound('Form');
+      if (row.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only; it cannot be published again. Its revisions stay readable.');
+      return (await publishFormLocked(trx, row, { ...options, ifNoChanges: 'refuse' }))!;
+    }),
+  );
+}
+
+/** As `publishFormLocked`, for a document whose row the caller has locked. */
+export async function publishDocumentLocked(
+  trx: Transaction<Database>,
+  row: DocumentRow,
+  options: PublishOptions,
+): Promise<{ document: DocumentView; revision: RevisionView } | null> {
+  if (row.current_version !== null && !row.has_unpublished_changes) {
+    if (options.ifNoChanges === 'keep') return null;
+    throw noChanges('document');
+  }
+  const fields = await listFields(trx, row.id);
+  const version = await nextVersion(trx, 'document_revisions', 'document_id', row.id);
+  const now = new Date().toISOString();
+  const published: DocumentRow = { ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now };
+  const document = toDocument(published);
+  const snapshot: DocumentSnapshot = { document, fields };
+  const definition = documentDefinition(snapshot);
+  const hash = definitionHash(definition);
+  const previous = version > 1
+    ? await trx.selectFrom('document_revisions').select(['id', 'definition_hash']).where('document_id', '=', row.id).where('version', '=', version - 1).executeTakeFirst()
+    : undefined;
+  if (previous && previous.definition_hash === hash) {
+    if (options.ifNoChanges === 'keep') return null;
+    throw noChanges('document');
+  }
+  let summary = options.changesSummary ?? null;
+  if (summary === null) {
+    const before = previous
+      ? documentDefinition(JSON.parse((await trx.selectFrom('document_revisions').select('snapshot').where('id', '=', previous.id).executeTakeFirstOrThrow()).snapshot) as DocumentSnapshot)
+      : null;
+    summary = summarize(diffDocuments(before, definition), before === null);
+  }
+  const revision = {
+    id: newId(),
+    document_id: row.id,
+    version,
+    published_at: now,
+    published_by: options.keyId,
+    changes_summary: summary,
+    definition_hash: hash,
+    snapshot: JSON.stringify(snapshot),
+    sha256: row.sha256,
+    rendition_sha256: row.rendition_sha256,
+  };
+  await trx.insertInto('document_revisions').values(revision).execute();
+  await trx
+    .updateTable('documents')
+    .set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now })
+    .where('id', '=', row.id)
+    .execute();
+  return { document, revision: { id: revision.id, documentId: row.id, version, publishedAt: now, publishedBy: options.keyId, changesSummary: summary } };
+}
+
+/** `POST /documents/{id}/publish`. */
+export async function publishDocument(
+  store: Store,
+  workspaceId: string,
+  documentId: string,
+  options: Omit<PublishOptions, 'ifNoChanges'>,
+): Promise<{ document: DocumentView; revision: RevisionView }> {
+  return withVersionRetry(() =>
+    store.db.transaction().execute(async (trx) => {
+      const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', documentId), store.dialect).executeTakeFirst();
+      if (!row) throw notFound('Document');
+      if (row.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only; it cannot be published again. Its revisions stay readable.');
+      return (await publishDocumentLocked(trx, row, { ...options, ifNoChanges: 'refuse' }))!;
+    }),
+  );
+}
+
+// ---- reading ---------------------------------------------------------------------------------
+
+export type RevisionKind = 'form' | 'document';
+
+const TABLES = {
+  form: { revisions: 'form_revisions', parents: 'forms', parentColumn: 'form_id', idKey: 'formId', label: 'Form' },
+  document: { revisions: 'document_revisions', parents: 'documents', parentColumn: 'document_id', idKey: 'documentId', label: 'Document' },
+} as const;
+
+interface RevisionListRow {
+  id: string;
+  parent_id: string;
+  version: number | string;
+  published_at: string;
+  published_by: string;
+  changes_summary: string;
+}
+
+function toRevision(kind: RevisionKind, row: RevisionListRow): RevisionView {
+  return {
+    id: row.id,
+    [TABLES[kind].idKey]: row.parent_id,
+    version: Number(row.version),
+    publishedAt: row.published_at,
+    publishedBy: row.published_by,
+    changesSummary: row.changes_summary,
+  } as RevisionView;
+}
+
+async function assertParent(db: Kysely<Database>, kind: RevisionKind, workspaceId: string, parentId: string): Promise<void> {
+  const t = TABLES[kind];
+  const found = await db
+    .selectFrom(t.parents)
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', parentId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!found) throw notFound(t.label);
+}
+
+/** Revisions of a live form or document of the workspace, newest first. */
+export async function listRevisions(
+  db: Kysely<Database>,
+  kind: RevisionKind,
+  workspaceId: string,
+  parentId: string,
+  page: Page,
+): Promise<{ items: RevisionView[]; total: number }> {
+  const t = TABLES[kind];
+  await assertParent(db, kind, workspaceId, parentId);
+  // Typed loosely: the two tables share these columns under a parent column of their own.
+  const base = (db as Kysely<any>).selectFrom(t.revisions).where(t.parentColumn, '=', parentId);
+  const [count, rows] = await Promise.all([
+    base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
+    base
+      .select(['id', `${t.parentColumn} as parent_id`, 'version', 'published_at', 'published_by', 'changes_summary'])
+      .orderBy('version', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+  ]);
+  return { items: (rows as RevisionListRow[]).map((r) => toRevision(kind, r)), total: Number((count as { n: number | string }).n) };
+}
+
+/** A version as the path gives it: a positive whole number in range, or nothing (404). */
+export function parseVersion(text: string): number | null {
+  if (!/^[1-9][0-9]{0,9}$/.test(text)) return null;
+  const version = Number(text);
+  return version <= 2_147_483_647 ? version : null;
+}
+
+/**
+ * One revision with its snapshot as stored (JSON text, served byte for byte), of a live form or
+ * document of the workspace.
+ */
+export async function getRevision(
+  db: Kysely<Database>,
+  kind: RevisionKind,
+  workspaceId: string,
+  parentId: string,
+  version: number | null,
+): Promise<{ revision: RevisionView; snapshot: string }> {
+  const t = TABLES[kind];
+  await assertParent(db, kind, workspaceId, parentId);
+  if (version === null) throw notFound('Revision');
+  const row = (await (db as Kysely<any>)
+    .selectFrom(t.revisions)
+    .select(['id', `${t.parentColumn} as parent_id`, 'version', 'published_at', 'published_by', 'changes_summary', 'snapshot'])
+    .where(t.parentColumn, '=', parentId)
+    .where('version', '=', version)
+    .executeTakeFirst()) as (RevisionListRow & { snapshot: string }) | undefined;
+  if (!row) throw notFound('Revision');
+  return { revision: toRevision(kind, row), snapshot: row.snapshot };
+}
+
+/**
+ * The id of a form's revision (for the evaluation cache: revisions never change), checking the
+ * form is live in the workspace; `snapshotOf` reads its snapshot.
+ */
+export async function findFormRevision(db: Kysely<Database>, workspaceId: string, formId: string, version: number | null): Promise<string> {
+  await assertParent(db, 'form', workspaceId, formId);
+  if (version === null) throw notFound('Revision');
+  const row = await db.selectFrom('form_revisions').select('id').where('form_id', '=', formId).where('version', '=', version).executeTakeFirst();
+  if (!row) throw notFound('Revision');
+  return row.id;
+}
+
+export async function formSnapshotOf(db: Kysely<Database>, revisionId: string): Promise<FormSnapshot> {
+  const row = await db.selectFrom('form_revisions').select('snapshot').where('id', '=', revisionId).executeTakeFirstOrThrow();
+  return JSON.parse(row.snapshot) as FormSnapshot;
+}

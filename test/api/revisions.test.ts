@@ -1,0 +1,312 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sweepBlobs } from '../../src/blobs/sweep.js';
+import { referencedBlobs, unreferenced } from '../../src/store/documents.js';
+import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { makePdf, multipart } from '../helpers/files.js';
+
+const ALL = ['forms:read', 'forms:write', 'forms:delete', 'documents:read', 'documents:write', 'documents:delete', 'revisions:read'];
+const box = { pageNumber: 1, x: 0.1, y: 0.1, width: 0.2, height: 0.05 };
+
+describe('publishing and revisions', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  let pdf: Buffer;
+
+  before(async () => {
+    ctx = await createTestContext();
+    headers = bearer(await ctx.key(ALL, 'revisions'));
+    pdf = await makePdf([{ width: 612, height: 792 }, { width: 612, height: 792 }]);
+  });
+  after(() => ctx.close());
+
+  const send = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, h = headers) =>
+    ctx.app.inject({ method, url: `/api/v1${url}`, headers: h, ...(payload === undefined ? {} : { payload: payload as object }) });
+  async function ok<T = Record<string, any>>(res: Promise<{ statusCode: number; body: string; json(): any }>, status = 200): Promise<T> {
+    const r = await res;
+    assert.equal(r.statusCode, status, r.body);
+    return r.json().data as T;
+  }
+  async function fails(res: Promise<{ statusCode: number; body: string; json(): any }>, status: number, code: string, hint?: RegExp) {
+    const r = await res;
+    assert.equal(r.statusCode, status, r.body);
+    assert.equal(r.json().code, code);
+    if (hint) assert.match(r.json().hint, hint);
+  }
+  async function stored(sha256: string): Promise<boolean> {
+    for await (const blob of ctx.blobs.list()) if (blob.sha256 === sha256) return true;
+    return false;
+  }
+  async function newForm(h = headers): Promise<string> {
+    return (await ok(send('POST', '/forms', { title: 'Intake' }, h), 201)).id;
+  }
+  async function newDocument(h = headers, data = pdf): Promise<string> {
+    const body = multipart([{ name: 'file', data, filename: 'contract.pdf' }]);
+    return (await ok(ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...h, ...body.headers }, payload: body.payload }), 201)).id;
+  }
+
+  it('publishes a form: snapshot, version, status; an old revision stays byte for byte while the draft moves on', async () => {
+    const form = await newForm();
+    const section = await ok(send('POST', `/forms/${form}/sections`, { title: 'Company' }), 201);
+    const plan = await ok(send('POST', `/forms/${form}/questions`, { questionText: 'Plan', type: 'dropdown', options: { choices: ['Free', 'Pro'] }, sectionId: section.id }), 201);
+    const vat = await ok(send('POST', `/forms/${form}/questions`, { questionText: 'VAT number', type: 'short_text', isRequired: true }), 201);
+    await ok(send('POST', `/forms/${form}/rules`, { sourceQuestionId: plan.id, operator: 'equals', value: 'Pro', action: 'show', targetQuestionId: vat.id }), 201);
+    const draft = await ok(send('GET', `/forms/${form}`));
+
+    const res = await send('POST', `/forms/${form}/publish`);
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal(res.headers.location, `/api/v1/forms/${form}/revisions/1`);
+    const { form: published, revision } = res.json().data;
+    assert.equal(published.status, 'published');
+    assert.equal(published.currentVersion, 1);
+    assert.equal(published.hasUnpublishedChanges, false);
+    assert.deepEqual(Object.keys(revision).sort(), ['changesSummary', 'formId', 'id', 'publishedAt', 'publishedBy', 'version']);
+    assert.equal(revision.formId, form);
+    assert.equal(revision.version, 1);
+    assert.equal(revision.changesSummary, 'First version: +2 questions, +1 section, +1 rule');
+    const keyId = (await ctx.store.db.selectFrom('api_keys').innerJoin('workspaces', 'workspaces.id', 'api_keys.workspace_id').select('api_keys.id').where('workspaces.slug', '=', 'revisions').executeTakeFirstOrThrow()).id;
+    assert.equal(revision.publishedBy, keyId);
+    assert.deepEqual(await ok(send('GET', `/forms/${form}`)), { ...draft, ...published }, 'the form reads back as published');
+
+    const first = await send('GET', `/forms/${form}/revisions/1`);
+    assert.equal(first.statusCode, 200);
+    assert.match(first.headers['content-type'] as string, /^application\/json/);
+    const one = first.json().data;
+    assert.deepEqual({ ...one, snapshot: undefined }, { ...revision, snapshot: undefined });
+    assert.deepEqual(one.snapshot, { form: published, sections: draft.sections, questions: draft.questions, rules: draft.rules });
+
+    // Edit: a new question, the rule now on "Free", a new title. Then publish with a summary.
+    await ok(send('POST', `/forms/${form}/questions`, { questionText: 'Email', type: 'email', order: 0 }), 201);
+    const rule = draft.rules[0];
+    await ok(send('PUT', `/forms/${form}/rules/${rule.id}`, { conditions: [{ sourceQuestionId: plan.id, operator: 'equals', value: 'Free' }] }));
+    const edited = await ok(send('PUT', `/forms/${form}`, { title: 'Intake v2' }));
+    assert.equal(edited.hasUnpublishedChanges, true);
+    assert.equal(edited.status, 'published');
+    const second = await ok(send('POST', `/forms/${form}/publish`, { changes_summary: '  Asks for an email first.  ' }), 201);
+    assert.equal(second.revision.version, 2);
+    assert.equal(second.revision.changesSummary, 'Asks for an email first.');
+    assert.equal(second.form.title, 'Intake v2');
+
+    // And once more, with the summary generated from the diff.
+    await ok(send('DELETE', `/forms/${form}/sections/${section.id}`));
+    const third = await ok(send('PUT', `/forms/${form}`, { status: 'published' }));
+    assert.equal(third.currentVersion, 3);
+    const list = await send('GET', `/forms/${form}/revisions`);
+    assert.deepEqual(list.json().meta, { total: 3, page: 1, limit: 20 });
+    assert.deepEqual(list.json().data.map((r: { version: number }) => r.version), [3, 2, 1]);
+    assert.equal(list.json().data[0].changesSummary, '1 question moved, -1 section');
+    assert.equal(list.json().data[1].changesSummary, 'Asks for an email first.');
+    assert.ok(list.json().data.every((r: object) => !('snapshot' in r)));
+
+    const again = await send('GET', `/forms/${form}/revisions/1`);
+    assert.equal(again.body, first.body, 'revision 1 is unchanged byte for byte');
+    const v2 = (await ok(send('GET', `/forms/${form}/revisions/2`))).snapshot;
+    assert.equal(v2.questions.length, 3);
+    assert.equal(v2.questions[0].questionText, 'Email');
+    assert.equal(v2.rules[0].conditions[0].value, 'Free');
+  });
+
+  it('no_changes: nothing edited, or an edit undone; PUT published with nothing to publish answers 200', async () => {
+    const form = await newForm();
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    await fails(send('POST', `/forms/${form}/publish`), 409, 'no_changes', /Nothing changed since the last revision/);
+    await ok(send('PUT', `/forms/${form}`, { title: 'Other' }));
+    await ok(send('PUT', `/forms/${form}`, { title: 'Intake' }));
+    assert.equal((await ok(send('GET', `/forms/${form}`))).hasUnpublishedChanges, true);
+    await fails(send('POST', `/forms/${form}/publish`), 409, 'no_changes');
+    const kept = await ok(send('PUT', `/forms/${form}`, { status: 'published' }));
+    assert.equal(kept.currentVersion, 1);
+    assert.equal((await send('GET', `/forms/${form}/revisions`)).json().meta.total, 1);
+    // A real change publishes.
+    await ok(send('POST', `/forms/${form}/questions`, { questionText: 'Name', type: 'short_text' }), 201);
+    assert.equal((await ok(send('POST', `/forms/${form}/publish`), 201)).revision.changesSummary, '+1 question');
+  });
+
+  it('refuses bad publish bodies and bad versions', async () => {
+    const form = await newForm();
+    await fails(send('POST', `/forms/${form}/publish`, { changesSummary: '   ' }), 400, 'validation_failed', /changesSummary/);
+    await fails(send('POST', `/forms/${form}/publish`, { changesSummary: 'x'.repeat(1001) }), 400, 'validation_failed');
+    await fails(send('POST', `/forms/${form}/publish`, { changesSummary: 3 }), 400, 'validation_failed');
+    await fails(send('POST', `/forms/${form}/publish`, { summary: 'x' }), 400, 'validation_failed', /summary/);
+    assert.equal((await send('GET', `/forms/${form}/revisions`)).json().meta.total, 0, 'nothing published by a refused request');
+    const generated = await ok(send('POST', `/forms/${form}/publish`, { changesSummary: null }), 201);
+    assert.equal(generated.revision.changesSummary, 'First version');
+    for (const version of ['0', '-1', '01', '1.0', 'abc', '2', '1e0', '99999999999', '2147483648']) {
+      await fails(send('GET', `/forms/${form}/revisions/${version}`), 404, 'not_found', /Revision not found/);
+    }
+    await fails(send('GET', `/forms/${form}/revisions?page=0`), 400, 'invalid_pagination');
+    await fails(send('GET', `/forms/${form}/revisions?foo=1`), 400, 'validation_failed');
+    const page2 = await send('GET', `/forms/${form}/revisions?page=2&limit=1`);
+    assert.deepEqual(page2.json(), { success: true, data: [], meta: { total: 1, page: 2, limit: 1 } });
+  });
+
+  it('evaluates against a revision: an old version differs from the draft where the rules changed', async () => {
+    const form = await newForm();
+    const age = await ok(send('POST', `/forms/${form}/questions`, { questionText: 'Age', type: 'number' }), 201);
+    const guardian = await ok(send('POST', `/forms/${form}/questions`, { questionText: 'Guardian', type: 'short_text', isRequired: true }), 201);
+    const rule = await ok(send('POST', `/forms/${form}/rules`, { sourceQuestionId: age.id, operator: 'less_than', value: 18, action: 'show', targetQuestionId: guardian.id }), 201);
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    await ok(send('PUT', `/forms/${form}/rules/${rule.id}`, { conditions: [{ sourceQuestionId: age.id, operator: 'less_than', value: 16 }] }));
+    const evaluate = (body: object) => send('POST', `/forms/${form}/evaluate`, body);
+    const answers = { [age.id]: 17 };
+    const v1 = await ok(evaluate({ answers, version: 1 }));
+    const draft = await ok(evaluate({ answers }));
+    assert.deepEqual(v1.visibleQuestionIds, [age.id, guardian.id]);
+    assert.deepEqual(v1.missingRequiredQuestionIds, [guardian.id]);
+    assert.deepEqual(draft.visibleQuestionIds, [age.id]);
+    assert.deepEqual(draft.missingRequiredQuestionIds, []);
+    // Twice more: the compiled revision is kept, and answers the same.
+    assert.deepEqual(await ok(evaluate({ answers, version: 1 })), v1);
+    // Answers are checked against the revision's questions.
+    const added = await ok(send('POST', `/forms/${form}/questions`, { questionText: 'New', type: 'short_text' }), 201);
+    await fails(evaluate({ answers: { [added.id]: 'x' }, version: 1 }), 400, 'validation_failed', new RegExp(added.id));
+    await fails(evaluate({ answers: { [age.id]: 'seventeen' }, version: 1 }), 400, 'validation_failed', new RegExp(age.id));
+    for (const version of [2, 0, -1, 2147483648]) await fails(evaluate({ answers, version }), 404, 'not_found', /Revision not found/);
+    await fails(evaluate({ answers, version: '1' }), 400, 'validation_failed');
+  });
+
+  it('20 concurrent publishes interleaved with edits give versions 1..n exactly', async () => {
+    const form = await newForm();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => [
+        send('POST', `/forms/${form}/questions`, { questionText: `Q${i}`, type: 'short_text' }),
+        send('POST', `/forms/${form}/publish`),
+        send('PUT', `/forms/${form}`, { status: 'published' }),
+      ]).flat(),
+    );
+    for (const r of results) assert.ok([200, 201, 409].includes(r.statusCode), r.body);
+    const conflicts = results.filter((r) => r.statusCode === 409);
+    for (const r of conflicts) assert.equal(r.json().code, 'no_changes');
+    const revisions = (await ok<Array<{ version: number; changesSummary: string }>>(send('GET', `/forms/${form}/revisions?limit=100`))).map((r) => r.version);
+    const n = revisions.length;
+    assert.ok(n >= 2, `only ${n} revision(s): the publishes did not interleave with the edits`);
+    assert.deepEqual(revisions, Array.from({ length: n }, (_, i) => n - i), 'versions n..1, no gaps, no duplicates');
+    const posted = results.filter((r) => r.statusCode === 201 && r.json().data.revision).map((r) => r.json().data.revision.version);
+    assert.equal(new Set(posted).size, posted.length);
+    const current = await ok(send('GET', `/forms/${form}`));
+    assert.equal(current.currentVersion, n);
+    // Every question added is in the latest snapshot or still waiting in the draft.
+    const latest = (await ok(send('GET', `/forms/${form}/revisions/${n}`))).snapshot;
+    assert.equal(current.questions.length, 20);
+    assert.equal(latest.questions.length, current.hasUnpublishedChanges ? latest.questions.length : 20);
+    // Each snapshot holds a prefix of the questions in the order they were added.
+    let previous = 0;
+    for (let v = 1; v <= n; v++) {
+      const count = (await ok(send('GET', `/forms/${form}/revisions/${v}`))).snapshot.questions.length;
+      assert.ok(count >= previous, `version ${v} has ${count} questions, version ${v - 1} had ${previous}`);
+      previous = count;
+    }
+  });
+
+  it('documents: publish freezes metadata and fields; the revision outlives the draft fields', async () => {
+    const doc = await newDocument();
+    await ok(send('POST', `/documents/${doc}/fields/bulk`, { fields: [{ ...box, label: 'Name', type: 'short_text' }, { ...box, y: 0.3, label: 'Sign', type: 'digital_signature' }] }), 201);
+    const draft = await ok(send('GET', `/documents/${doc}`));
+    const res = await send('POST', `/documents/${doc}/publish`);
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal(res.headers.location, `/api/v1/documents/${doc}/revisions/1`);
+    const { document, revision } = res.json().data;
+    assert.equal(document.status, 'published');
+    assert.equal(document.currentVersion, 1);
+    assert.equal(document.hasUnpublishedChanges, false);
+    assert.equal(revision.documentId, doc);
+    assert.equal(revision.changesSummary, 'First version: +2 fields');
+    const first = await send('GET', `/documents/${doc}/revisions/1`);
+    const { fields: draftFields, ...draftDocument } = draft;
+    assert.deepEqual(first.json().data.snapshot, { document: { ...draftDocument, ...document }, fields: draftFields });
+    await fails(send('POST', `/documents/${doc}/publish`), 409, 'no_changes');
+
+    for (const f of draftFields) await ok(send('DELETE', `/documents/${doc}/fields/${f.id}`));
+    assert.equal((await ok(send('GET', `/documents/${doc}`))).fields.length, 0);
+    assert.equal((await send('GET', `/documents/${doc}/revisions/1`)).body, first.body, 'the revision still serves its snapshot');
+    const second = await ok(send('POST', `/documents/${doc}/publish`), 201);
+    assert.equal(second.revision.changesSummary, '-2 fields');
+    await ok(send('POST', `/documents/${doc}/fields`, { ...box, label: 'Date', type: 'date' }), 201);
+    const viaPut = await ok(send('PUT', `/documents/${doc}`, { status: 'published' }));
+    assert.equal(viaPut.currentVersion, 3);
+    const list = (await send('GET', `/documents/${doc}/revisions`)).json();
+    assert.deepEqual(list.data.map((r: { version: number }) => r.version), [3, 2, 1]);
+    assert.equal(list.data[0].changesSummary, '+1 field');
+  });
+
+  it('a revision keeps its stored file: the sweep and the delete path count revisions as references', async () => {
+    // A file of its own (the other tests share theirs, and a shared file stays while anyone uses it).
+    const doc = await newDocument(headers, await makePdf([{ width: 500, height: 700 }]));
+    await ok(send('POST', `/documents/${doc}/publish`), 201);
+    const { sha256 } = await ok(send('GET', `/documents/${doc}`));
+    // Were the draft ever to point at another file, the revision would still hold this one.
+    await ctx.store.db.updateTable('documents').set({ sha256: '0'.repeat(64) }).where('id', '=', doc).execute();
+    assert.deepEqual(await unreferenced(ctx.store.db, [sha256]), []);
+    assert.ok((await referencedBlobs(ctx.store.db)).has(sha256));
+    const swept = await sweepBlobs(ctx.blobs, () => referencedBlobs(ctx.store.db), 0);
+    assert.ok(await stored(sha256), `the revision's file survived a sweep that removed ${swept.blobs}`);
+    await ctx.store.db.updateTable('documents').set({ sha256 }).where('id', '=', doc).execute();
+    // Removing the document for good removes its revisions, and then the file.
+    await ok(send('DELETE', `/documents/${doc}?permanent=true`));
+    assert.equal((await ctx.store.db.selectFrom('document_revisions').select('id').where('document_id', '=', doc).execute()).length, 0);
+    assert.equal(await stored(sha256), false);
+  });
+
+  it('archived forms and documents keep their revisions readable and refuse to publish', async () => {
+    const form = await newForm();
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    await ok(send('PUT', `/forms/${form}`, { status: 'archived' }));
+    await fails(send('POST', `/forms/${form}/publish`), 409, 'form_not_editable');
+    await fails(send('PUT', `/forms/${form}`, { status: 'published' }), 409, 'invalid_status_transition');
+    assert.equal((await ok(send('GET', `/forms/${form}/revisions/1`))).version, 1);
+    assert.equal((await ok(send('POST', `/forms/${form}/evaluate`, { answers: {}, version: 1 }))).visibleQuestionIds.length, 0);
+
+    const doc = await newDocument();
+    await ok(send('POST', `/documents/${doc}/publish`), 201);
+    await ok(send('PUT', `/documents/${doc}`, { status: 'archived' }));
+    await fails(send('POST', `/documents/${doc}/publish`), 409, 'document_not_editable');
+    await fails(send('PUT', `/documents/${doc}`, { status: 'published' }), 409, 'invalid_status_transition');
+    assert.equal((await send('GET', `/documents/${doc}/revisions`)).json().meta.total, 1);
+    assert.equal((await ok(send('GET', `/documents/${doc}/revisions/1`))).snapshot.document.status, 'published');
+  });
+
+  it('grants: publishing needs the write grant, reading revisions needs revisions:read', async () => {
+    const form = await newForm();
+    const doc = await newDocument();
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    await ok(send('POST', `/documents/${doc}/publish`), 201);
+    const readers = bearer(await ctx.key(['forms:read', 'documents:read'], 'revisions'));
+    const revisionReader = bearer(await ctx.key(['read:revisions'], 'revisions'));
+    for (const url of [`/forms/${form}/publish`, `/documents/${doc}/publish`]) await fails(send('POST', url, {}, readers), 403, 'missing_grant');
+    for (const url of [`/forms/${form}/revisions`, `/forms/${form}/revisions/1`, `/documents/${doc}/revisions`, `/documents/${doc}/revisions/1`]) {
+      await fails(send('GET', url, undefined, readers), 403, 'missing_grant', /revisions:read/);
+      await ok(send('GET', url, undefined, revisionReader));
+    }
+  });
+
+  it("another workspace's forms, documents and revisions do not exist for it; nor do deleted ones", async () => {
+    const form = await newForm();
+    const doc = await newDocument();
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    await ok(send('POST', `/documents/${doc}/publish`), 201);
+    const stranger = bearer(await ctx.key(ALL));
+    const probes = (h: Record<string, string>) => [
+      send('POST', `/forms/${form}/publish`, {}, h),
+      send('POST', `/documents/${doc}/publish`, {}, h),
+      send('GET', `/forms/${form}/revisions`, undefined, h),
+      send('GET', `/forms/${form}/revisions/1`, undefined, h),
+      send('GET', `/documents/${doc}/revisions`, undefined, h),
+      send('GET', `/documents/${doc}/revisions/1`, undefined, h),
+      send('POST', `/forms/${form}/evaluate`, { answers: {}, version: 1 }, h),
+      send('PUT', `/forms/${form}`, { status: 'published' }, h),
+      send('PUT', `/documents/${doc}`, { status: 'published' }, h),
+    ];
+    for (const res of await Promise.all(probes(stranger))) {
+      assert.equal(res.statusCode, 404, res.body);
+      assert.equal(res.json().code, 'not_found');
+      assert.match(res.json().hint, /^(Form|Document) not found$/);
+    }
+    for (const url of ['/forms/not-an-id/revisions', '/documents/not-an-id/revisions/1']) await fails(send('GET', url), 404, 'not_found');
+    await ok(send('DELETE', `/forms/${form}`));
+    await ok(send('DELETE', `/documents/${doc}`));
+    for (const res of await Promise.all(probes(headers))) assert.equal(res.statusCode, 404, res.body);
+    // Permanent delete removes the revisions with the form.
+    await ok(send('DELETE', `/forms/${form}?permanent=true`));
+    assert.equal((await ctx.store.db.selectFrom('form_revisions').select('id').where('form_id', '=', form).execute()).length, 0);
+  });
+});
