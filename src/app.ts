@@ -117,6 +117,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   // Fastify accepts text/plain by default; here every body is JSON (or multipart, where declared).
   app.removeContentTypeParser('text/plain');
+  // JSON as Fastify parses it (prototype poisoning refused), except that a route whose body is
+  // optional (publishing) takes an empty body with a JSON content type as no body at all.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '' && request.routeOptions.config?.optionalBody === true) return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
   app.decorateRequest('principal', null);
   app.addSchema(ErrorEnvelope);
 

@@ -144,8 +144,10 @@ export async function updateDocument(
       updated = { ...row, ...changes };
     }
     if (patch.status === 'published') {
-      const published = await publishDocumentLocked(trx, updated, { keyId, ifNoChanges: 'keep' });
+      const published = await publishDocumentLocked(trx, updated, { keyId });
       if (published) return published.document;
+      // Nothing to publish: the draft equals its last revision (and is marked so now).
+      updated = { ...updated, has_unpublished_changes: 0 };
     }
     return toDocument(updated);
   }));

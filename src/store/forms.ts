@@ -128,8 +128,10 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
       updated = { ...row, ...changes };
     }
     if (status === 'published') {
-      const published = await publishFormLocked(trx, updated, { keyId, ifNoChanges: 'keep' });
+      const published = await publishFormLocked(trx, updated, { keyId });
       if (published) return published.form;
+      // Nothing to publish: the draft equals its last revision (and is marked so now).
+      updated = { ...updated, has_unpublished_changes: 0 };
     }
     const count = (await questionCounts(trx, [id])).get(id) ?? 0;
     return toForm(updated, count);

@@ -38,11 +38,6 @@ export interface PublishOptions {
   keyId: string;
   /** The client's summary; generated from the diff when absent. */
   changesSummary?: string | null;
-  /**
-   * With nothing to publish: `refuse` (`POST …/publish`: `409 no_changes`) or `keep`
-   * (`PUT {status:"published"}` on a published draft: nothing happens).
-   */
-  ifNoChanges: 'refuse' | 'keep';
 }
 
 const noChanges = (kind: string) =>
@@ -90,18 +85,15 @@ function documentDefinition(snapshot: DocumentSnapshot): DocumentDefinition {
 
 /**
  * Publishes the form whose row `row` the caller has locked in `trx`: freezes the draft into the
- * next revision and marks the form published. `null` when there is nothing to publish and
- * `ifNoChanges` is `keep`.
+ * next revision and marks the form published. `null` when there is nothing to publish: the draft
+ * equals the last revision, and its `has_unpublished_changes` is then 0 (cleared if it was set).
  */
 export async function publishFormLocked(
   trx: Transaction<Database>,
   row: FormRow,
   options: PublishOptions,
 ): Promise<{ form: Form; revision: RevisionView } | null> {
-  if (row.current_version !== null && !row.has_unpublished_changes) {
-    if (options.ifNoChanges === 'keep') return null;
-    throw noChanges('form');
-  }
+  if (row.current_version !== null && !row.has_unpublished_changes) return null;
   const content = await loadContent(trx, row.id);
   const version = await nextVersion(trx, 'form_revisions', 'form_id', row.id);
   const now = new Date().toISOString();
@@ -116,8 +108,9 @@ export async function publishFormLocked(
     ? await trx.selectFrom('form_revisions').select(['id', 'definition_hash']).where('form_id', '=', row.id).where('version', '=', version - 1).executeTakeFirst()
     : undefined;
   if (previous && previous.definition_hash === hash) {
-    if (options.ifNoChanges === 'keep') return null;
-    throw noChanges('form');
+    // The draft is the last revision again (an edit undone): it has no unpublished changes.
+    await trx.updateTable('forms').set({ has_unpublished_changes: 0 }).where('id', '=', row.id).execute();
+    return null;
   }
   let summary = options.changesSummary ?? null;
   if (summary === null) {
@@ -136,14 +129,15 @@ export async function publishFormLocked(
   return { form, revision: { id: revision.id, formId: row.id, version, publishedAt: now, publishedBy: options.keyId, changesSummary: summary } };
 }
 
-/** `POST /forms/{id}/publish`. */
+/** `POST /forms/{id}/publish`: `409 no_changes` when there is nothing to publish. */
 export async function publishForm(
   store: Store,
   workspaceId: string,
   formId: string,
-  options: Omit<PublishOptions, 'ifNoChanges'>,
+  options: PublishOptions,
 ): Promise<{ form: Form; revision: RevisionView }> {
-  return withVersionRetry(() =>
+  // The transaction commits before `no_changes` is thrown: clearing a stale flag is kept.
+  const published = await withVersionRetry(() =>
     store.db.transaction().execute(async (trx) => {
       const row = await forUpdate(
         trx.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null),
@@ -151,9 +145,11 @@ export async function publishForm(
       ).executeTakeFirst();
       if (!row) throw notFound('Form');
       if (row.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only; it cannot be published again. Its revisions stay readable.');
-      return (await publishFormLocked(trx, row, { ...options, ifNoChanges: 'refuse' }))!;
+      return publishFormLocked(trx, row, options);
     }),
   );
+  if (!published) throw noChanges('form');
+  return published;
 }
 
 /** As `publishFormLocked`, for a document whose row the caller has locked. */
@@ -162,10 +158,7 @@ export async function publishDocumentLocked(
   row: DocumentRow,
   options: PublishOptions,
 ): Promise<{ document: DocumentView; revision: RevisionView } | null> {
-  if (row.current_version !== null && !row.has_unpublished_changes) {
-    if (options.ifNoChanges === 'keep') return null;
-    throw noChanges('document');
-  }
+  if (row.current_version !== null && !row.has_unpublished_changes) return null;
   const fields = await listFields(trx, row.id);
   const version = await nextVersion(trx, 'document_revisions', 'document_id', row.id);
   const now = new Date().toISOString();
@@ -178,8 +171,9 @@ export async function publishDocumentLocked(
     ? await trx.selectFrom('document_revisions').select(['id', 'definition_hash']).where('document_id', '=', row.id).where('version', '=', version - 1).executeTakeFirst()
     : undefined;
   if (previous && previous.definition_hash === hash) {
-    if (options.ifNoChanges === 'keep') return null;
-    throw noChanges('document');
+    // The draft is the last revision again (an edit undone): it has no unpublished changes.
+    await trx.updateTable('documents').set({ has_unpublished_changes: 0 }).where('id', '=', row.id).execute();
+    return null;
   }
   let summary = options.changesSummary ?? null;
   if (summary === null) {
@@ -209,21 +203,23 @@ export async function publishDocumentLocked(
   return { document, revision: { id: revision.id, documentId: row.id, version, publishedAt: now, publishedBy: options.keyId, changesSummary: summary } };
 }
 
-/** `POST /documents/{id}/publish`. */
+/** `POST /documents/{id}/publish`: `409 no_changes` when there is nothing to publish. */
 export async function publishDocument(
   store: Store,
   workspaceId: string,
   documentId: string,
-  options: Omit<PublishOptions, 'ifNoChanges'>,
+  options: PublishOptions,
 ): Promise<{ document: DocumentView; revision: RevisionView }> {
-  return withVersionRetry(() =>
+  const published = await withVersionRetry(() =>
     store.db.transaction().execute(async (trx) => {
       const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', documentId), store.dialect).executeTakeFirst();
       if (!row) throw notFound('Document');
       if (row.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only; it cannot be published again. Its revisions stay readable.');
-      return (await publishDocumentLocked(trx, row, { ...options, ifNoChanges: 'refuse' }))!;
+      return publishDocumentLocked(trx, row, options);
     }),
   );
+  if (!published) throw noChanges('document');
+  return published;
 }
 
 // ---- reading ---------------------------------------------------------------------------------
@@ -334,7 +330,8 @@ export async function findFormRevision(db: Kysely<Database>, workspaceId: string
   return row.id;
 }
 
-export async function formSnapshotOf(db: Kysely<Database>, revisionId: string): Promise<FormSnapshot> {
-  const row = await db.selectFrom('form_revisions').select('snapshot').where('id', '=', revisionId).executeTakeFirstOrThrow();
-  return JSON.parse(row.snapshot) as FormSnapshot;
+/** The snapshot of a form revision and its size as text; `undefined` when it no longer exists. */
+export async function formSnapshotOf(db: Kysely<Database>, revisionId: string): Promise<{ value: FormSnapshot; bytes: number } | undefined> {
+  const row = await db.selectFrom('form_revisions').select('snapshot').where('id', '=', revisionId).executeTakeFirst();
+  return row ? { value: JSON.parse(row.snapshot) as FormSnapshot, bytes: row.snapshot.length } : undefined;
 }

@@ -114,9 +114,21 @@ describe('publishing and revisions', () => {
     await ok(send('PUT', `/forms/${form}`, { title: 'Intake' }));
     assert.equal((await ok(send('GET', `/forms/${form}`))).hasUnpublishedChanges, true);
     await fails(send('POST', `/forms/${form}/publish`), 409, 'no_changes');
+    assert.equal((await ok(send('GET', `/forms/${form}`))).hasUnpublishedChanges, false, 'the draft equals its revision again');
+    await ok(send('PUT', `/forms/${form}`, { description: 'x' }));
+    await ok(send('PUT', `/forms/${form}`, { description: null }));
     const kept = await ok(send('PUT', `/forms/${form}`, { status: 'published' }));
     assert.equal(kept.currentVersion, 1);
-    assert.equal((await send('GET', `/forms/${form}/revisions`)).json().meta.total, 1);
+    assert.equal(kept.hasUnpublishedChanges, false);
+    // An empty body with a JSON content type is no body.
+    const empty = await ctx.app.inject({ method: 'POST', url: `/api/v1/forms/${form}/publish`, headers: { ...headers, 'content-type': 'application/json' }, payload: '' });
+    assert.equal(empty.statusCode, 409, empty.body);
+    assert.equal(empty.json().code, 'no_changes');
+    // Other keys and the publish in one PUT: applied, then published.
+    const both = await ok(send('PUT', `/forms/${form}`, { title: 'Renamed', status: 'published' }));
+    assert.deepEqual([both.title, both.currentVersion, both.hasUnpublishedChanges], ['Renamed', 2, false]);
+    assert.equal((await ok(send('GET', `/forms/${form}/revisions/2`))).changesSummary, 'title changed');
+    assert.equal((await send('GET', `/forms/${form}/revisions`)).json().meta.total, 2);
     // A real change publishes.
     await ok(send('POST', `/forms/${form}/questions`, { questionText: 'Name', type: 'short_text' }), 201);
     assert.equal((await ok(send('POST', `/forms/${form}/publish`), 201)).revision.changesSummary, '+1 question');
@@ -161,7 +173,7 @@ describe('publishing and revisions', () => {
     const added = await ok(send('POST', `/forms/${form}/questions`, { questionText: 'New', type: 'short_text' }), 201);
     await fails(evaluate({ answers: { [added.id]: 'x' }, version: 1 }), 400, 'validation_failed', new RegExp(added.id));
     await fails(evaluate({ answers: { [age.id]: 'seventeen' }, version: 1 }), 400, 'validation_failed', new RegExp(age.id));
-    for (const version of [2, 0, -1, 2147483648]) await fails(evaluate({ answers, version }), 404, 'not_found', /Revision not found/);
+    for (const version of [2, 0, -1, 1.5, 2147483648, 1e300]) await fails(evaluate({ answers, version }), 404, 'not_found', /Revision not found/);
     await fails(evaluate({ answers, version: '1' }), 400, 'validation_failed');
   });
 
@@ -188,7 +200,12 @@ describe('publishing and revisions', () => {
     // Every question added is in the latest snapshot or still waiting in the draft.
     const latest = (await ok(send('GET', `/forms/${form}/revisions/${n}`))).snapshot;
     assert.equal(current.questions.length, 20);
-    assert.equal(latest.questions.length, current.hasUnpublishedChanges ? latest.questions.length : 20);
+    if (!current.hasUnpublishedChanges) assert.deepEqual(latest.questions, current.questions, 'nothing unpublished: the latest revision is the draft');
+    // Publish what is left, then the latest revision is the draft exactly.
+    await send('POST', `/forms/${form}/publish`);
+    const final = await ok(send('GET', `/forms/${form}`));
+    const last = (await ok(send('GET', `/forms/${form}/revisions/${final.currentVersion}`))).snapshot;
+    assert.deepEqual({ sections: last.sections, questions: last.questions, rules: last.rules }, { sections: final.sections, questions: final.questions, rules: final.rules });
     // Each snapshot holds a prefix of the questions in the order they were added.
     let previous = 0;
     for (let v = 1; v <= n; v++) {
@@ -196,6 +213,36 @@ describe('publishing and revisions', () => {
       assert.ok(count >= previous, `version ${v} has ${count} questions, version ${v - 1} had ${previous}`);
       previous = count;
     }
+  });
+
+  it('a publish waits for an edit in progress and freezes its result, never half of it', async () => {
+    const form = await newForm();
+    const now = new Date().toISOString();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    // An edit as the content routes make it: the form's row locked, a question added, the flag set.
+    const edit = ctx.store.db.transaction().execute(async (trx) => {
+      let lock = trx.selectFrom('forms').select('id').where('id', '=', form);
+      if (ctx.store.dialect === 'postgres') lock = lock.forUpdate();
+      await lock.execute();
+      await trx.insertInto('form_questions').values({
+        id: '01900000-0000-7000-8000-00000000abcd', form_id: form, section_id: null, question_text: 'Held', description: null, type: 'short_text',
+        is_required: 0, is_pii: 0, priority: 'medium', context: null, options: '{}', position: 0, created_at: now, updated_at: now,
+      }).execute();
+      locked();
+      await held;
+      await trx.updateTable('forms').set({ has_unpublished_changes: 1 }).where('id', '=', form).execute();
+    });
+    await isLocked;
+    const publishing = send('POST', `/forms/${form}/publish`);
+    await new Promise((r) => setTimeout(r, 200));
+    release();
+    await edit;
+    const published = await ok(publishing, 201);
+    const snapshot = (await ok(send('GET', `/forms/${form}/revisions/${published.revision.version}`))).snapshot;
+    assert.deepEqual(snapshot.questions.map((q: { questionText: string }) => q.questionText), ['Held'], 'the publish saw the whole edit');
   });
 
   it('documents: publish freezes metadata and fields; the revision outlives the draft fields', async () => {
@@ -227,6 +274,12 @@ describe('publishing and revisions', () => {
     const list = (await send('GET', `/documents/${doc}/revisions`)).json();
     assert.deepEqual(list.data.map((r: { version: number }) => r.version), [3, 2, 1]);
     assert.equal(list.data[0].changesSummary, '+1 field');
+    // Moving a field's box is a change to publish.
+    const [dateField] = (await ok(send('GET', `/documents/${doc}`))).fields;
+    await ok(send('PUT', `/documents/${doc}/fields/${dateField.id}`, { x: 0.5 }));
+    assert.equal((await ok(send('POST', `/documents/${doc}/publish`), 201)).revision.changesSummary, '1 field moved');
+    await ok(send('PUT', `/documents/${doc}/fields/${dateField.id}`, { label: 'Signed on' }));
+    assert.equal((await ok(send('POST', `/documents/${doc}/publish`), 201)).revision.changesSummary, '1 field changed');
   });
 
   it('a revision keeps its stored file: the sweep and the delete path count revisions as references', async () => {
@@ -302,6 +355,9 @@ describe('publishing and revisions', () => {
       assert.match(res.json().hint, /^(Form|Document) not found$/);
     }
     for (const url of ['/forms/not-an-id/revisions', '/documents/not-an-id/revisions/1']) await fails(send('GET', url), 404, 'not_found');
+    // A bad version of a foreign form still says the form is not there.
+    await fails(send('GET', `/forms/${form}/revisions/abc`, undefined, stranger), 404, 'not_found', /^Form not found$/);
+    await fails(send('GET', `/documents/${doc}/revisions/0`, undefined, stranger), 404, 'not_found', /^Document not found$/);
     await ok(send('DELETE', `/forms/${form}`));
     await ok(send('DELETE', `/documents/${doc}`));
     for (const res of await Promise.all(probes(headers))) assert.equal(res.statusCode, 404, res.body);

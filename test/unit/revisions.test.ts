@@ -81,19 +81,33 @@ describe('revision diff and generated summary', () => {
     assert.equal(summarize(diffDocuments(null, doc([field('f', 0), field('g', 1)])), true), 'First version: +2 fields');
   });
 
-  it('the definition hash is equal exactly when the diff is empty', () => {
-    // Random lists of questions from a small pool of ids, texts and sections, in random orders.
-    const questions = fc
-      .uniqueArray(fc.record({ id: fc.constantFrom('a', 'b', 'c', 'd', 'e'), text: fc.constantFrom('x', 'y'), section: fc.constantFrom(null, 's') }), { selector: (q) => q.id, maxLength: 5 })
-      .map((list) => list.map((q, order) => question(q.id, order, { questionText: q.text, sectionId: q.section, updatedAt: `t${order}` })));
+  it('the definition hash is equal exactly when the diff is empty, for every list and attribute', () => {
+    // Random lists from a small pool of ids and attribute values, in random orders, so that equal,
+    // changed, moved, added and removed items all occur often.
+    const list = (make: (id: string, order: number, extra: Record<string, unknown>) => SnapshotItem, attributes: fc.Arbitrary<Record<string, unknown>>) =>
+      fc
+        .uniqueArray(fc.record({ id: fc.constantFrom('a', 'b', 'c', 'd'), extra: attributes }), { selector: (x) => x.id, maxLength: 4 })
+        .map((items) => items.map((x, order) => make(x.id, order, { ...x.extra, updatedAt: `t${order}` })));
+    const questions = list(question, fc.record({ questionText: fc.constantFrom('x', 'y'), sectionId: fc.constantFrom(null, 's'), options: fc.constantFrom({}, { min: 1, max: 2 }, { max: 2, min: 1 }) }));
+    const sections = list(item, fc.record({ title: fc.constantFrom('S', 'T') }));
+    const rules = list(item, fc.record({ action: fc.constantFrom('show', 'hide'), conditions: fc.constantFrom([{ sourceQuestionId: 'a', operator: 'is_empty', value: null }], []) }));
+    const fields = list(field, fc.record({ label: fc.constantFrom('L', 'M'), x: fc.constantFrom(0.1, 0.2), pageNumber: fc.constantFrom(1, 2) }));
+    const head = fc.record({ title: fc.constantFrom('T', 'U'), description: fc.constantFrom(null, 'd'), settings: fc.constantFrom({}, { a: 1, b: 2 }, { b: 2, a: 1 }, { a: 2 }) });
+    const formDefinition = fc.record({ form: head, sections, questions, rules });
     fc.assert(
-      fc.property(questions, questions, fc.constantFrom('T', 'U'), (a, b, title) => {
-        const before = form({ questions: a });
-        const after = form({ questions: b, form: { title, description: null, settings: {} } });
+      fc.property(formDefinition, formDefinition, (before, after) => {
         const same = definitionHash(before) === definitionHash(after);
-        assert.equal(same, isEmptyDiff(diffForms(before, after)), `${JSON.stringify(a)} → ${JSON.stringify(b)}`);
+        assert.equal(same, isEmptyDiff(diffForms(before, after)), `${JSON.stringify(before)} → ${JSON.stringify(after)}`);
       }),
-      { numRuns: 500 },
+      { numRuns: 2000 },
+    );
+    const documentDefinition = fc.record({ document: fc.record({ title: fc.constantFrom('D', 'E'), sha256: fc.constantFrom('abc', 'def') }), fields });
+    fc.assert(
+      fc.property(documentDefinition, documentDefinition, (before, after) => {
+        const same = definitionHash(before) === definitionHash(after);
+        assert.equal(same, isEmptyDiff(diffDocuments(before, after)), `${JSON.stringify(before)} → ${JSON.stringify(after)}`);
+      }),
+      { numRuns: 2000 },
     );
   });
 

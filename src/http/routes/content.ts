@@ -41,9 +41,13 @@ import { NoQuery } from '../schemas/forms.js';
 
 const ListQuery = Type.Object(paginationQuery, { additionalProperties: false });
 
-/** Compiled revisions kept for `POST /evaluate` with `version` (most recently used last). */
-const COMPILED_REVISIONS = 64;
-const compiledRevisions = new Map<string, { questions: AnswerQuestion[]; logic: CompiledLogic }>();
+/**
+ * Compiled revisions kept for `POST /evaluate` with `version` (most recently used last), up to
+ * about this many bytes of snapshot text (the objects kept are of the same order).
+ */
+const COMPILED_REVISIONS_BYTES = 32 * 1024 * 1024;
+const compiledRevisions = new Map<string, { questions: AnswerQuestion[]; logic: CompiledLogic; bytes: number }>();
+let compiledBytes = 0;
 
 function idOf(kind: string, id: string): string {
   if (!isId(id)) throw notFound(kind);
@@ -178,14 +182,22 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
       const { version } = request.body;
       if (version !== undefined) {
         // A revision never changes: its questions and compiled logic are kept after the first use.
-        const revisionId = await findFormRevision(store.db, workspaceId, formId, version >= 1 && version <= 2_147_483_647 ? version : null);
+        const known = Number.isInteger(version) && version >= 1 && version <= 2_147_483_647;
+        const revisionId = await findFormRevision(store.db, workspaceId, formId, known ? version : null);
         let prepared = compiledRevisions.get(revisionId);
         if (prepared) {
           compiledRevisions.delete(revisionId); // most recently used last
         } else {
+          // Gone since the line above (the form deleted for good meanwhile): as if never there.
           const snapshot = await formSnapshotOf(store.db, revisionId);
-          prepared = { questions: snapshot.questions, logic: compileLogic(logicOf(snapshot)) };
-          if (compiledRevisions.size >= COMPILED_REVISIONS) compiledRevisions.delete(compiledRevisions.keys().next().value!);
+          if (!snapshot) throw notFound('Revision');
+          prepared = { questions: snapshot.value.questions, logic: compileLogic(logicOf(snapshot.value)), bytes: snapshot.bytes };
+          compiledBytes += prepared.bytes;
+          for (const [id, old] of compiledRevisions) {
+            if (compiledBytes <= COMPILED_REVISIONS_BYTES) break;
+            compiledRevisions.delete(id);
+            compiledBytes -= old.bytes;
+          }
         }
         compiledRevisions.set(revisionId, prepared);
         checkAnswers(prepared.questions, answers);

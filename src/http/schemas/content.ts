@@ -96,7 +96,7 @@ export const RuleBody = Type.Object(
 export const EvaluateBody = Type.Object(
   {
     answers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Answers by question id' })),
-    version: Type.Optional(Type.Integer({ description: 'A published revision; the draft when omitted; one that does not exist is 404' })),
+    version: Type.Optional(Type.Number({ description: 'A published revision; the draft when omitted; one that does not exist (or is not a positive integer) is 404' })),
   },
   { additionalProperties: false },
 );
