@@ -188,6 +188,37 @@ const MIGRATIONS: Migration[] = [
       await db.schema.createIndex('document_revisions_rendition').on('document_revisions').column('rendition_sha256').execute();
     },
   },
+  {
+    id: '0005_jobs',
+    async up(db) {
+      // The durable job queue (src/jobs/queue.ts). Parse jobs are its only kind so far; their
+      // request and outcome live on the row. Times are ISO 8601 text, as everywhere.
+      await db.schema
+        .createTable('jobs')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('workspace_id', 'text', (c) => c.notNull())
+        .addColumn('document_id', 'text', (c) => c.notNull().references('documents.id').onDelete('cascade'))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('max_attempts', 'integer', (c) => c.notNull())
+        .addColumn('run_at', 'text', (c) => c.notNull())
+        .addColumn('lease_owner', 'text')
+        .addColumn('lease_expires_at', 'text')
+        .addColumn('params', 'text', (c) => c.notNull())
+        .addColumn('result', 'text')
+        .addColumn('error_code', 'text')
+        .addColumn('error_message', 'text')
+        .addColumn('applied', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'text')
+        .addColumn('completed_at', 'text')
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('jobs_claim').on('jobs').columns(['status', 'run_at']).execute();
+      await db.schema.createIndex('jobs_document').on('jobs').columns(['document_id', 'created_at']).execute();
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

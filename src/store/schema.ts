@@ -150,6 +150,35 @@ export interface DocumentRevisionRow extends RevisionRowBase {
   rendition_sha256: string | null;
 }
 
+export interface JobRow {
+  id: string;
+  kind: string;
+  workspace_id: string;
+  document_id: string;
+  /** `pending`, `processing`, `completed` or `failed`. */
+  status: string;
+  /** Claims so far (the one running included). */
+  attempts: number;
+  max_attempts: number;
+  /** Not claimed before this time (backoff after a failed attempt). */
+  run_at: string;
+  /** The worker holding the job while `processing`, until `lease_expires_at`. */
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  /** JSON: what the job was asked to do. */
+  params: string;
+  /** JSON: what it produced. */
+  result: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  /** JSON: what applying its result changed. */
+  applied: string | null;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+  updated_at: string;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -166,5 +195,6 @@ export interface Database {
   document_fields: DocumentFieldRow;
   form_revisions: FormRevisionRow;
   document_revisions: DocumentRevisionRow;
+  jobs: JobRow;
   schema_migrations: SchemaMigrationRow;
 }

@@ -1,0 +1,237 @@
+import { sql, type Transaction } from 'kysely';
+import { newId } from '../domain/ids.js';
+import type { Store } from '../store/db.js';
+import type { Database, JobRow } from '../store/schema.js';
+
+/**
+ * The durable job queue: rows of `jobs`, claimed under a lease.
+ *
+ * - `claim` takes the oldest due `pending` job: `FOR UPDATE SKIP LOCKED` on PostgreSQL, so any
+ *   number of workers in any number of processes never take the same job; inside the single
+ *   `BEGIN IMMEDIATE` writer on SQLite. The claim counts an attempt and sets a lease.
+ * - A running job's worker renews the lease; a job whose lease ran out (its worker died or hung)
+ *   goes back to `pending` with a backoff, or to `failed` (`worker_lost`) after its last attempt.
+ * - `complete` and `fail` take effect only while the caller still holds the lease, in one
+ *   transaction with whatever completing means (applying fields): a job completes at most once,
+ *   however many workers ran it.
+ */
+export interface QueueOptions {
+  /** How long a claim holds without renewal. */
+  leaseMs: number;
+  /** Attempts before a job that keeps failing (or losing its worker) is `failed`. */
+  maxAttempts: number;
+  /** Wait before attempt `n + 1` after attempt `n` failed. */
+  backoffMs(attempt: number): number;
+  now?: () => number;
+}
+
+export const DEFAULT_QUEUE_OPTIONS: QueueOptions = {
+  leaseMs: 30_000,
+  maxAttempts: 3,
+  backoffMs: (attempt) => Math.min(60_000, 1_000 * 2 ** (attempt - 1)),
+};
+
+export interface JobError {
+  code: string;
+  message: string;
+  /** Retrying cannot help (an unreadable document): fail now. */
+  final: boolean;
+}
+
+export class JobQueue {
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: Store,
+    readonly options: QueueOptions = DEFAULT_QUEUE_OPTIONS,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  private iso(offsetMs = 0): string {
+    return new Date(this.now() + offsetMs).toISOString();
+  }
+
+  /** Adds a job (in the caller's transaction when given). */
+  async enqueue(
+    input: { kind: string; workspaceId: string; documentId: string; params: unknown },
+    trx: Transaction<Database> | Store['db'] = this.store.db,
+  ): Promise<JobRow> {
+    const now = this.iso();
+    const row: JobRow = {
+      id: newId(),
+      kind: input.kind,
+      workspace_id: input.workspaceId,
+      document_id: input.documentId,
+      status: 'pending',
+      attempts: 0,
+      max_attempts: this.options.maxAttempts,
+      run_at: now,
+      lease_owner: null,
+      lease_expires_at: null,
+      params: JSON.stringify(input.params),
+      result: null,
+      error_code: null,
+      error_message: null,
+      applied: null,
+      created_at: now,
+      started_at: null,
+      completed_at: null,
+      updated_at: now,
+    };
+    await trx.insertInto('jobs').values(row).execute();
+    return row;
+  }
+
+  /** Jobs whose lease ran out go back to `pending` (with backoff) or, after the last attempt, `failed`. */
+  async reapExpired(): Promise<number> {
+    return this.store.db.transaction().execute(async (trx) => {
+      const now = this.iso();
+      let expired = trx.selectFrom('jobs').selectAll().where('status', '=', 'processing').where('lease_expires_at', '<', now).limit(100);
+      if (this.store.dialect === 'postgres') expired = expired.forUpdate().skipLocked();
+      const rows = await expired.execute();
+      for (const row of rows) {
+        const attempts = Number(row.attempts);
+        if (attempts >= Number(row.max_attempts)) {
+          await trx
+            .updateTable('jobs')
+            .set({ status: 'failed', lease_owner: null, lease_expires_at: null, error_code: 'worker_lost', error_message: `The worker running this job stopped answering ${attempts} time(s).`, completed_at: now, updated_at: now })
+            .where('id', '=', row.id)
+            .execute();
+        } else {
+          await trx
+            .updateTable('jobs')
+            .set({ status: 'pending', lease_owner: null, lease_expires_at: null, run_at: this.iso(this.options.backoffMs(attempts)), updated_at: now })
+            .where('id', '=', row.id)
+            .execute();
+        }
+      }
+      return rows.length;
+    });
+  }
+
+  /** Takes the oldest due pending job for `owner`, or `null` when none is due. */
+  async claim(owner: string): Promise<JobRow | null> {
+    await this.reapExpired();
+    const now = this.iso();
+    const lease = this.iso(this.options.leaseMs);
+    if (this.store.dialect === 'postgres') {
+      const result = await sql<JobRow>`
+        update jobs set status = 'processing', lease_owner = ${owner}, lease_expires_at = ${lease},
+          attempts = attempts + 1, started_at = coalesce(started_at, ${now}), updated_at = ${now}
+        where id = (
+          select id from jobs where status = 'pending' and run_at <= ${now}
+          order by run_at, id limit 1 for update skip locked
+        )
+        returning *`.execute(this.store.db);
+      return result.rows[0] ?? null;
+    }
+    return this.store.db.transaction().execute(async (trx) => {
+      const next = await trx
+        .selectFrom('jobs')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('run_at', '<=', now)
+        .orderBy('run_at')
+        .orderBy('id')
+        .limit(1)
+        .executeTakeFirst();
+      if (!next) return null;
+      await trx
+        .updateTable('jobs')
+        .set((eb) => ({ status: 'processing', lease_owner: owner, lease_expires_at: lease, attempts: eb('attempts', '+', 1), started_at: eb.fn.coalesce('started_at', eb.val(now)), updated_at: now }))
+        .where('id', '=', next.id)
+        .execute();
+      return (await trx.selectFrom('jobs').selectAll().where('id', '=', next.id).executeTakeFirstOrThrow()) as JobRow;
+    });
+  }
+
+  /** Extends the lease; `false` when `owner` no longer holds the job (it should stop). */
+  async renew(id: string, owner: string): Promise<boolean> {
+    const result = await this.store.db
+      .updateTable('jobs')
+      .set({ lease_expires_at: this.iso(this.options.leaseMs), updated_at: this.iso() })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'processing')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Runs `work` in a transaction that holds the job (still `processing` under `owner`), then marks
+   * it completed with what `work` answers. `false` (and `work` not run) when the lease was lost.
+   */
+  async complete(id: string, owner: string, work: (trx: Transaction<Database>, job: JobRow) => Promise<{ result: unknown; applied?: unknown }>): Promise<boolean> {
+    return this.store.db.transaction().execute(async (trx) => {
+      const job = await this.held(trx, id, owner);
+      if (!job) return false;
+      const outcome = await work(trx, job);
+      const now = this.iso();
+      await trx
+        .updateTable('jobs')
+        .set({
+          status: 'completed',
+          lease_owner: null,
+          lease_expires_at: null,
+          result: JSON.stringify(outcome.result),
+          applied: outcome.applied === undefined ? null : JSON.stringify(outcome.applied),
+          error_code: null,
+          error_message: null,
+          completed_at: now,
+          updated_at: now,
+        })
+        .where('id', '=', id)
+        .execute();
+      return true;
+    });
+  }
+
+  /**
+   * An attempt failed: `failed` with the error when it is final or was the last attempt, else
+   * back to `pending` after the backoff. `false` when the lease was lost.
+   */
+  async fail(id: string, owner: string, error: JobError): Promise<boolean> {
+    return this.store.db.transaction().execute(async (trx) => {
+      const job = await this.held(trx, id, owner);
+      if (!job) return false;
+      const now = this.iso();
+      const attempts = Number(job.attempts);
+      if (error.final || attempts >= Number(job.max_attempts)) {
+        await trx
+          .updateTable('jobs')
+          .set({ status: 'failed', lease_owner: null, lease_expires_at: null, error_code: error.code, error_message: error.message, completed_at: now, updated_at: now })
+          .where('id', '=', id)
+          .execute();
+      } else {
+        await trx
+          .updateTable('jobs')
+          .set({ status: 'pending', lease_owner: null, lease_expires_at: null, error_code: error.code, error_message: error.message, run_at: this.iso(this.options.backoffMs(attempts)), updated_at: now })
+          .where('id', '=', id)
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  /**
+   * Hands a job back untouched (the worker is stopping): `pending` again at once, and the attempt
+   * it was given does not count.
+   */
+  async release(id: string, owner: string): Promise<boolean> {
+    const result = await this.store.db
+      .updateTable('jobs')
+      .set((eb) => ({ status: 'pending', lease_owner: null, lease_expires_at: null, attempts: eb('attempts', '-', 1), run_at: this.iso(), updated_at: this.iso() }))
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'processing')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  private async held(trx: Transaction<Database>, id: string, owner: string): Promise<JobRow | undefined> {
+    let query = trx.selectFrom('jobs').selectAll().where('id', '=', id).where('lease_owner', '=', owner).where('status', '=', 'processing');
+    if (this.store.dialect === 'postgres') query = query.forUpdate();
+    return query.executeTakeFirst();
+  }
+}

@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newId } from '../../src/domain/ids.js';
+import { JobQueue } from '../../src/jobs/queue.js';
+import { createTestDatabase, TEST_DB, type TestDatabase } from '../helpers/context.js';
+
+describe(`job queue (${TEST_DB})`, () => {
+  let database: TestDatabase;
+  let documentId: string;
+  let clock = Date.parse('2026-01-01T00:00:00.000Z');
+  const options = { leaseMs: 10_000, maxAttempts: 3, backoffMs: (attempt: number) => 1_000 * attempt, now: () => clock };
+  let queue: JobQueue;
+
+  before(async () => {
+    database = await createTestDatabase();
+    queue = new JobQueue(database.store, options);
+    const now = new Date(clock).toISOString();
+    const workspace = newId();
+    await database.store.db.insertInto('workspaces').values({ id: workspace, slug: 'jobs', created_at: now }).execute();
+    documentId = newId();
+    await database.store.db.insertInto('documents').values({
+      id: documentId, workspace_id: workspace, title: 'd', status: 'draft', original_filename: 'd.pdf', file_type: 'pdf', mime_type: 'application/pdf',
+      size_bytes: 1, sha256: 'a'.repeat(64), rendition_sha256: null, page_source: 'pdf', page_count: 1, page_dimensions: '[]',
+      current_version: null, has_unpublished_changes: 1, deleted_at: null, created_at: now, updated_at: now,
+    }).execute();
+  });
+  after(() => database.drop());
+
+  const enqueue = () => queue.enqueue({ kind: 'test', workspaceId: 'w', documentId, params: { n: 1 } });
+  const row = (id: string) => database.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  async function drain() {
+    await database.store.db.deleteFrom('jobs').execute();
+  }
+
+  it('pending → processing → completed, once, by the lease holder only', async () => {
+    await drain();
+    const job = await enqueue();
+    assert.equal(job.status, 'pending');
+    const claimed = await queue.claim('A');
+    assert.equal(claimed?.id, job.id);
+    assert.equal(claimed?.status, 'processing');
+    assert.equal(Number(claimed?.attempts), 1);
+    assert.equal(claimed?.lease_owner, 'A');
+    assert.equal(claimed?.lease_expires_at, new Date(clock + 10_000).toISOString());
+    assert.equal(await queue.claim('B'), null, 'nothing else is due');
+    assert.equal(await queue.complete(job.id, 'B', async () => ({ result: 'wrong' })), false, 'B does not hold it');
+    let ran = 0;
+    assert.equal(await queue.complete(job.id, 'A', async () => (ran++, { result: { fields: [] }, applied: { n: 0 } })), true);
+    assert.equal(await queue.complete(job.id, 'A', async () => (ran++, { result: 'again' })), false, 'completes at most once');
+    assert.equal(ran, 1);
+    const done = await row(job.id);
+    assert.deepEqual([done.status, JSON.parse(done.result!), JSON.parse(done.applied!), done.lease_owner], ['completed', { fields: [] }, { n: 0 }, null]);
+  });
+
+  it('a failed attempt is retried after its backoff; a final error or the last attempt fails the job', async () => {
+    await drain();
+    const job = await enqueue();
+    await queue.claim('A');
+    assert.equal(await queue.fail(job.id, 'A', { code: 'boom', message: 'first', final: false }), true);
+    let r = await row(job.id);
+    assert.deepEqual([r.status, r.error_code, r.run_at], ['pending', 'boom', new Date(clock + 1_000).toISOString()]);
+    assert.equal(await queue.claim('A'), null, 'not before its backoff');
+    clock += 1_000;
+    assert.equal(Number((await queue.claim('A'))?.attempts), 2);
+    await queue.fail(job.id, 'A', { code: 'boom', message: 'second', final: false });
+    clock += 2_000;
+    assert.equal(Number((await queue.claim('A'))?.attempts), 3);
+    await queue.fail(job.id, 'A', { code: 'boom', message: 'third', final: false });
+    r = await row(job.id);
+    assert.deepEqual([r.status, r.error_code, r.error_message], ['failed', 'boom', 'third'], 'the last attempt fails it');
+
+    const other = await enqueue();
+    await queue.claim('A');
+    await queue.fail(other.id, 'A', { code: 'unreadable_document', message: 'bad file', final: true });
+    r = await row(other.id);
+    assert.deepEqual([r.status, r.error_code, Number(r.attempts)], ['failed', 'unreadable_document', 1], 'a final error fails at once');
+  });
+
+  it('a job whose lease ran out goes to another worker; the lost worker can no longer finish it', async () => {
+    await drain();
+    const job = await enqueue();
+    await queue.claim('A');
+    clock += 5_000;
+    assert.equal(await queue.renew(job.id, 'A'), true, 'renewal extends the lease');
+    clock += 9_000;
+    assert.equal(await queue.claim('B'), null, 'still leased after renewal');
+    clock += 2_000; // 11 s after the renewal
+    assert.equal(await queue.claim('B'), null, 'expired: back to pending, but behind its backoff');
+    assert.equal((await row(job.id)).status, 'pending');
+    clock += 1_000;
+    const again = await queue.claim('B');
+    assert.deepEqual([again?.id, again?.lease_owner, Number(again?.attempts)], [job.id, 'B', 2]);
+    assert.equal(await queue.renew(job.id, 'A'), false, 'A learns it lost the job');
+    assert.equal(await queue.complete(job.id, 'A', async () => ({ result: 'A' })), false);
+    assert.equal(await queue.fail(job.id, 'A', { code: 'x', message: 'x', final: true }), false);
+    assert.equal(await queue.complete(job.id, 'B', async () => ({ result: 'B' })), true);
+    assert.equal(JSON.parse((await row(job.id)).result!), 'B');
+  });
+
+  it('losing the worker on every attempt ends in failed/worker_lost; release hands a job back uncounted', async () => {
+    await drain();
+    const job = await enqueue();
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      clock += 60_000; // the previous worker's lease runs out
+      await queue.reapExpired();
+      clock += 10_000; // past the backoff
+      assert.equal(Number((await queue.claim(`W${attempt}`))?.attempts), attempt);
+    }
+    clock += 60_000;
+    await queue.reapExpired();
+    const r = await row(job.id);
+    assert.deepEqual([r.status, r.error_code], ['failed', 'worker_lost']);
+
+    const handed = await enqueue();
+    clock += 1;
+    await queue.claim('A');
+    assert.equal(await queue.release(handed.id, 'A'), true);
+    const back = await row(handed.id);
+    assert.deepEqual([back.status, Number(back.attempts), back.lease_owner], ['pending', 0, null]);
+    assert.equal((await queue.claim('B'))?.id, handed.id, 'claimable again at once');
+  });
+
+  it('concurrent claimers never take the same job', async () => {
+    await drain();
+    const ids = new Set<string>();
+    for (let i = 0; i < 60; i++) ids.add((await enqueue()).id);
+    const taken: string[] = [];
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, w) => {
+        for (;;) {
+          const job = await queue.claim(`W${w}`);
+          if (!job) return;
+          taken.push(job.id);
+          await queue.complete(job.id, `W${w}`, async () => ({ result: w }));
+        }
+      }),
+    );
+    assert.equal(taken.length, 60);
+    assert.deepEqual(new Set(taken), ids);
+  });
+});
