@@ -1,0 +1,50 @@
+import type { Rect } from './types.js';
+
+/** The parts of a pdf.js page viewport (scale 1) that geometry needs. */
+export interface PageView {
+  width: number;
+  height: number;
+  /** A point of PDF user space to viewport space (origin top-left, CropBox and /Rotate applied). */
+  toView(x: number, y: number): [number, number];
+}
+
+/** Intersection over union of two boxes. */
+export function iou(a: Rect, b: Rect): number {
+  const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
+  const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
+  if (w <= 0 || h <= 0) return 0;
+  const inter = w * h;
+  return inter / (a.width * a.height + b.width * b.height - inter);
+}
+
+const round = (n: number) => Math.round(n * 1e6) / 1e6;
+
+/**
+ * The box around points of PDF user space, in fractions of the displayed page, clamped to it;
+ * `null` when nothing of it is on the page.
+ */
+export function boxOf(view: PageView, points: Array<[number, number]>): Rect | null {
+  let x1 = Infinity;
+  let y1 = Infinity;
+  let x2 = -Infinity;
+  let y2 = -Infinity;
+  for (const [px, py] of points) {
+    const [vx, vy] = view.toView(px, py);
+    x1 = Math.min(x1, vx);
+    y1 = Math.min(y1, vy);
+    x2 = Math.max(x2, vx);
+    y2 = Math.max(y2, vy);
+  }
+  const left = Math.max(0, x1 / view.width);
+  const top = Math.max(0, y1 / view.height);
+  const right = Math.min(1, x2 / view.width);
+  const bottom = Math.min(1, y2 / view.height);
+  if (!(right > left && bottom > top)) return null;
+  return { x: round(left), y: round(top), width: round(right - left), height: round(bottom - top) };
+}
+
+/** The box of a PDF rectangle `[x1, y1, x2, y2]` (any corner order). */
+export function rectOf(view: PageView, rect: readonly number[]): Rect | null {
+  const [a, b, c, d] = rect as [number, number, number, number];
+  return boxOf(view, [[a, b], [c, b], [a, d], [c, d]]);
+}
