@@ -14,6 +14,8 @@ import { documentRoutes } from './http/routes/documents.js';
 import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
 import { revisionRoutes } from './http/routes/revisions.js';
+import { parseJobRoutes, type ParseJobDeps } from './http/routes/parse-jobs.js';
+import { JobQueue } from './jobs/queue.js';
 import { operationRoutes } from './http/routes/operations.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
 import { makeValidatorCompiler } from './http/validation.js';
@@ -39,6 +41,8 @@ export interface AppDeps {
   now?: () => number;
   /** How long a verified key is remembered (default 5 s): the delay before a revocation bites. */
   keyCacheTtlMs?: number;
+  /** The parse-job queue and this process's worker, if any (default: a queue, no worker here). */
+  jobs?: ParseJobDeps;
 }
 
 export const DEFAULT_KEY_CACHE_TTL_MS = 5000;
@@ -193,6 +197,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   documentRoutes(app, deps);
   fieldRoutes(app, deps.store);
   revisionRoutes(app, deps.store);
+  parseJobRoutes(app, deps.store, deps.jobs ?? { queue: new JobQueue(deps.store), wake: () => {}, aiConfigured: false });
 
   return app;
 }

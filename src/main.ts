@@ -18,7 +18,9 @@ import { migrate } from './store/migrations.js';
 const USAGE = `Usage: formsign <command>
 
 Commands:
-  serve                      run the HTTP API (migrates the database first)
+  serve [--no-worker]        run the HTTP API (migrates the database first) and, unless told
+                             not to, one parse-job worker in the same process
+  worker [--concurrency <n>] run parse-job workers only (scale-out: any number of processes)
   migrate                    apply pending database migrations and exit
   keys create --workspace <slug> --name <name> --grants <g1,g2,…> [--expires <ISO time>] [--json]
   keys list [--json]
@@ -47,7 +49,11 @@ async function withStore<T>(config: Config, work: (store: Store) => Promise<T>):
   }
 }
 
-async function serve(config: Config): Promise<void> {
+/** How long a stopping worker lets its running job finish before handing it back. */
+const WORKER_GRACE_MS = 10_000;
+
+async function serve(config: Config, args: string[]): Promise<void> {
+  const { values: flags } = parseArgs({ args, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
   const store = openStore(config);
   await migrate(store);
   let limiter: RateLimiter;
@@ -77,6 +83,10 @@ async function serve(config: Config): Promise<void> {
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
+  const { JobQueue } = await import('./jobs/queue.js');
+  const { ParseWorker } = await import('./jobs/worker.js');
+  const queue = new JobQueue(store);
+  let worker: InstanceType<typeof ParseWorker> | null = null;
   const app = await buildApp({
     store,
     limiter,
@@ -86,7 +96,13 @@ async function serve(config: Config): Promise<void> {
     maxUploadBytes: config.maxUploadBytes,
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
+    jobs: { queue, wake: () => worker?.wake(), aiConfigured: false },
   });
+  if (!flags['no-worker']) {
+    worker = new ParseWorker({ store, queue, blobs, log: app.log });
+    worker.start();
+  }
+  app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
   if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   app.log.info(sofficePath ? `DOCX renditions by LibreOffice (${sofficePath})` : 'LibreOffice not used: DOCX page counts come from docProps/app.xml');
   warn = (error) => app.log.warn({ err: error }, 'Redis rate limiter unavailable; counting in this process until it is back');
@@ -101,6 +117,7 @@ async function serve(config: Config): Promise<void> {
     app.log.info(`${signal}: no new requests; finishing the ones in flight`);
     try {
       await app.close();
+      await worker?.stop(WORKER_GRACE_MS);
       await pdf.close();
       await limiter.close();
       await store.close();
@@ -115,6 +132,41 @@ async function serve(config: Config): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   await app.listen({ host: config.host, port: config.port });
+}
+
+/** `formsign worker`: parse-job workers without the HTTP API. */
+async function workers(config: Config, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { concurrency: { type: 'string', default: '1' } }, strict: true });
+  const concurrency = Number(values.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be a whole number from 1 to 64');
+  const store = openStore(config);
+  await migrate(store);
+  const { pino } = await import('pino');
+  const log = pino({ level: config.logLevel, base: { pid: process.pid, role: 'worker' } });
+  const { JobQueue } = await import('./jobs/queue.js');
+  const { ParseWorker } = await import('./jobs/worker.js');
+  const queue = new JobQueue(store);
+  const blobs = new DiskBlobStore(config.dataDir);
+  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log }));
+  for (const w of all) w.start();
+  log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    log.info(`${signal}: no new jobs; finishing or handing back the running ones`);
+    try {
+      await Promise.all(all.map((w) => w.stop(WORKER_GRACE_MS)));
+      await store.close();
+      log.info('stopped');
+      log.flush(() => process.exit(0));
+    } catch (error) {
+      log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
 function parseGrants(list: string): Permission[] {
@@ -209,7 +261,9 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig();
   switch (command) {
     case 'serve':
-      return serve(config);
+      return serve(config, rest);
+    case 'worker':
+      return workers(config, rest);
     case 'migrate': {
       const store = openStore(config);
       try {

@@ -171,3 +171,57 @@ export async function deleteField(store: Store, workspaceId: string, documentId:
     await closeGap(trx, siblings(documentId), Number(row.position));
   });
 }
+
+/** A detected box as the fields it may become (parse jobs). */
+export interface Candidate {
+  spec: FieldSpec;
+  confidence: number;
+}
+
+const overlap = (a: FieldSpec, b: FieldSpec): number => {
+  const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
+  const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
+  if (w <= 0 || h <= 0) return 0;
+  return (w * h) / (a.width * a.height + b.width * b.height - w * h);
+};
+
+/**
+ * Adds detected fields to the draft of a document whose row the caller has locked in `trx`
+ * (applying a parse job): with `replaceExisting` every field of the draft goes first; otherwise a
+ * candidate whose box overlaps a field already on its page (IoU ≥ 0.5) is skipped. Candidates
+ * under `minConfidence`, or that are not valid fields of this document, are skipped too, and so is
+ * everything past the fields limit. New fields go after the existing ones, in the order given.
+ */
+export async function applyCandidates(
+  trx: Transaction<Database>,
+  document: DocumentRow,
+  candidates: readonly Candidate[],
+  options: { minConfidence: number; replaceExisting: boolean },
+): Promise<{ createdFieldIds: string[]; deletedFieldIds: string[] }> {
+  let deletedFieldIds: string[] = [];
+  if (options.replaceExisting) {
+    const gone = await trx.deleteFrom('document_fields').where('document_id', '=', document.id).returning('id').execute();
+    deletedFieldIds = gone.map((r) => r.id);
+  }
+  const existing = (await trx.selectFrom('document_fields').selectAll().where('document_id', '=', document.id).execute()).map((row) => specOf(toField(row)));
+  const pageCount = Number(document.page_count);
+  let position = existing.length;
+  const now = new Date().toISOString();
+  const rows: DocumentFieldRow[] = [];
+  for (const { spec, confidence } of candidates) {
+    if (position >= MAX_FIELDS_PER_DOCUMENT) break;
+    if (confidence < options.minConfidence) continue;
+    try {
+      validateField(spec, pageCount);
+    } catch {
+      continue;
+    }
+    if (existing.some((e) => e.pageNumber === spec.pageNumber && overlap(e, spec) >= 0.5)) continue;
+    rows.push(toRow(newId(), document.id, spec, position++, now, now));
+  }
+  for (let i = 0; i < rows.length; i += 100) await trx.insertInto('document_fields').values(rows.slice(i, i + 100)).execute();
+  if (rows.length > 0 || deletedFieldIds.length > 0) {
+    await trx.updateTable('documents').set({ has_unpublished_changes: 1, updated_at: now }).where('id', '=', document.id).execute();
+  }
+  return { createdFieldIds: rows.map((r) => r.id), deletedFieldIds };
+}

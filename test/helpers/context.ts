@@ -13,6 +13,8 @@ import type { RateLimiter } from '../../src/limits/limiter.js';
 import { MemoryRateLimiter } from '../../src/limits/memory.js';
 import { RedisRateLimiter } from '../../src/limits/redis.js';
 import { createStore, type Store } from '../../src/store/db.js';
+import { DEFAULT_QUEUE_OPTIONS, JobQueue, type QueueOptions } from '../../src/jobs/queue.js';
+import { ParseWorker } from '../../src/jobs/worker.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
 
@@ -92,6 +94,8 @@ export interface TestContext {
   store: Store;
   database: TestDatabase;
   limiter: RateLimiter;
+  queue: JobQueue;
+  worker: ParseWorker | null;
   /** A new key in `workspace` (default: a fresh workspace) holding `grants` in any spelling. */
   key(grants: string[], workspace?: string, expiresAt?: string | null): Promise<string>;
   close(): Promise<void>;
@@ -106,6 +110,11 @@ export interface ContextOptions {
   maxUploadBytes?: number;
   /** A LibreOffice binary for DOCX renditions; default: none (FORMSIGN_TEST_SOFFICE=auto finds it). */
   libreOffice?: LibreOfficeConverter | null;
+  /** Run a parse-job worker in the test process (as `serve` does). */
+  worker?: boolean;
+  /** Queue settings (lease, attempts, backoff) for the parse jobs. */
+  queue?: Partial<QueueOptions>;
+  aiConfigured?: boolean;
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
@@ -115,6 +124,8 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
   const blobs = new DiskBlobStore(dataDir);
   const pdf = new PdfAnalyzer();
+  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, ...options.queue });
+  let worker: ParseWorker | null = null;
   const app = await buildApp({
     store: database.store,
     limiter,
@@ -125,8 +136,13 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
     now: options.now,
     keyCacheTtlMs: options.keyCacheTtlMs,
+    jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? false },
   });
   await app.ready();
+  if (options.worker) {
+    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50 });
+    worker.start();
+  }
   return {
     app,
     store: database.store,
@@ -134,6 +150,10 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     limiter,
     blobs,
     dataDir,
+    queue,
+    get worker() {
+      return worker;
+    },
     async key(grants, workspace = `ws-${crypto.randomBytes(4).toString('hex')}`, expiresAt = null) {
       const permissions = grants.map((g) => {
         const p = normalizeGrant(g);
@@ -144,6 +164,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
       return key;
     },
     async close() {
+      await worker?.stop(1000);
       await app.close();
       await pdf.close();
       await limiter.close();

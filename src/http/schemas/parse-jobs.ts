@@ -1,0 +1,69 @@
+import { Type } from 'typebox';
+import { FIELD_TYPES } from '../../domain/fields.js';
+import { SOURCES } from '../../detect/types.js';
+import { APPLY_MODES, ENGINES } from '../../store/parse-jobs.js';
+import { Id, Nullable, OneOf, Timestamp } from './common.js';
+
+export const StartParseJobBody = Type.Object(
+  {
+    applyMode: Type.Optional(OneOf(APPLY_MODES, { description: '"draft" adds the fields when the job completes (default); "preview" only stores them' })),
+    engine: Type.Optional(OneOf(ENGINES, { description: '"auto" (default) uses the AI engine when configured, else layout' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ApplyParseJobBody = Type.Object(
+  {
+    minConfidence: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'Skip detected fields below this confidence (default 0)' })),
+    replaceExisting: Type.Optional(Type.Boolean({ description: 'Remove every field of the draft first (default false: boxes over existing fields are skipped)' })),
+  },
+  { additionalProperties: false },
+);
+
+const DetectedFieldSchema = Type.Object({
+  type: OneOf(FIELD_TYPES),
+  label: Type.String(),
+  pageNumber: Type.Integer({ minimum: 1 }),
+  rect: Type.Object({ x: Type.Number(), y: Type.Number(), width: Type.Number(), height: Type.Number() }),
+  confidence: Type.Number({ minimum: 0, maximum: 1 }),
+  source: OneOf(SOURCES),
+  assigneeRole: Nullable(Type.String()),
+  isRequired: Type.Boolean(),
+  isReadOnly: Type.Boolean(),
+  options: Type.Object({ choices: Type.Optional(Type.Array(Type.String())) }),
+});
+
+const AppliedSchema = Type.Object({ createdFieldIds: Type.Array(Id), deletedFieldIds: Type.Array(Id), appliedAt: Timestamp });
+
+export const ParseJobSchema = Type.Object(
+  {
+    id: Id,
+    documentId: Id,
+    status: OneOf(['pending', 'processing', 'completed', 'failed'] as const),
+    applyMode: OneOf(APPLY_MODES),
+    engine: Type.String({ description: 'The engine that runs: layout or ai' }),
+    pollAfterMs: Nullable(Type.Integer({ minimum: 0 })),
+    error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
+    result: Nullable(
+      Type.Object({
+        fields: Type.Array(DetectedFieldSchema),
+        stats: Type.Object({
+          pages: Type.Integer(),
+          durationMs: Type.Integer(),
+          found: Type.Record(Type.String(), Type.Integer()),
+          duplicates: Type.Integer(),
+          skipped: Type.Record(Type.String(), Type.Integer()),
+          warnings: Type.Array(Type.String()),
+        }),
+        applied: Nullable(AppliedSchema),
+      }),
+    ),
+    createdAt: Timestamp,
+    startedAt: Nullable(Timestamp),
+    completedAt: Nullable(Timestamp),
+  },
+  { title: 'ParseJob' },
+);
+
+export const AppliedFields = Type.Object({ createdFieldIds: Type.Array(Id), deletedFieldIds: Type.Array(Id) });
+export const ParseJobParams = Type.Object({ id: Type.String(), jobId: Type.String() });

@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
+import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { CORPUS, makeDocx, makePdf, multipart } from '../helpers/files.js';
+
+const ALL = ['documents:read', 'documents:write', 'documents:delete', 'documents:parse_ai'];
+const FORM = 'irs-f1310-offset'; // 27 fillable widgets on one page, a crop box offset
+const truth = () => JSON.parse(fs.readFileSync(`${CORPUS}/truth/${FORM}.json`, 'utf8')) as { widgets: Array<{ hidden: boolean; type: string; rect: { x: number; y: number; width: number; height: number } }> };
+const fillable = () => truth().widgets.filter((w) => !w.hidden && w.type !== 'button');
+
+describe('parse jobs', () => {
+  let ctx: TestContext;
+  let idle: TestContext; // no worker: jobs stay pending
+  let headers: Record<string, string>;
+
+  before(async () => {
+    ctx = await createTestContext({ worker: true, libreOffice: null });
+    idle = await createTestContext({ database: ctx.database, libreOffice: null });
+    headers = bearer(await ctx.key(ALL, 'parsing'));
+  });
+  after(async () => {
+    await idle.close();
+    await ctx.close();
+  });
+
+  const send = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: unknown, h = headers, app = ctx.app) =>
+    app.inject({ method, url: `/api/v1${url}`, headers: h, ...(payload === undefined ? {} : { payload: payload as object }) });
+  async function upload(data: Buffer, filename = 'form.pdf', h = headers): Promise<string> {
+    const body = multipart([{ name: 'file', data, filename }]);
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...h, ...body.headers }, payload: body.payload });
+    assert.equal(res.statusCode, 201, res.body);
+    return res.json().data.id;
+  }
+  async function start(doc: string, body?: object, h = headers, app = ctx.app) {
+    const res = await send('POST', `/documents/${doc}/parse-jobs`, body, h, app);
+    assert.equal(res.statusCode, 202, res.body);
+    assert.equal(res.headers.location, `/api/v1/documents/${doc}/parse-jobs/${res.json().data.id}`);
+    return res.json().data;
+  }
+  async function finished(doc: string, job: string) {
+    for (let i = 0; i < 400; i++) {
+      const data = (await send('GET', `/documents/${doc}/parse-jobs/${job}`)).json().data;
+      if (data.status === 'completed' || data.status === 'failed') return data;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('the job did not finish');
+  }
+  const fieldsOf = async (doc: string) => (await send('GET', `/documents/${doc}`)).json().data.fields as Array<{ id: string; x: number; y: number; width: number; height: number; pageNumber: number }>;
+
+  it('draft mode: pending → completed, every widget detected and added to the draft once', async () => {
+    const doc = await upload(fs.readFileSync(`${CORPUS}/forms/${FORM}.pdf`));
+    const job = await start(doc);
+    assert.deepEqual(
+      { status: job.status, applyMode: job.applyMode, engine: job.engine, pollAfterMs: job.pollAfterMs, error: job.error, result: job.result, startedAt: job.startedAt, completedAt: job.completedAt },
+      { status: 'pending', applyMode: 'draft', engine: 'layout', pollAfterMs: 1000, error: null, result: null, startedAt: null, completedAt: null },
+    );
+    const done = await finished(doc, job.id);
+    assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    assert.equal(done.pollAfterMs, null);
+    assert.ok(done.startedAt && done.completedAt);
+    assert.equal(done.result.fields.length, fillable().length);
+    assert.ok(done.result.fields.every((f: { source: string; confidence: number }) => f.source === 'acroform' && f.confidence === 1));
+    assert.equal(done.result.stats.pages, 1);
+    assert.equal(done.result.applied.createdFieldIds.length, fillable().length);
+    assert.deepEqual(done.result.applied.deletedFieldIds, []);
+    const fields = await fieldsOf(doc);
+    assert.deepEqual(fields.map((f) => f.id).sort(), [...done.result.applied.createdFieldIds].sort());
+    assert.equal((await send('GET', `/documents/${doc}`)).json().data.hasUnpublishedChanges, true);
+    // Applied already (draft mode): 409.
+    const again = await send('POST', `/documents/${doc}/parse-jobs/${job.id}/apply`);
+    assert.equal(again.statusCode, 409);
+    assert.equal(again.json().code, 'job_already_applied');
+    // A second draft-mode job adds nothing: every box is on the draft already.
+    const second = await finished(doc, (await start(doc, { applyMode: 'draft', engine: 'layout' })).id);
+    assert.deepEqual(second.result.applied.createdFieldIds, []);
+    assert.equal((await fieldsOf(doc)).length, fillable().length);
+  });
+
+  it('preview mode: stored only; apply once (also under concurrent calls), with minConfidence and replaceExisting', async () => {
+    const doc = await upload(fs.readFileSync(`${CORPUS}/forms/${FORM}.pdf`));
+    // One field already where a widget is: skipped when applying, unless replaceExisting.
+    const w = fillable()[0]!.rect;
+    const mine = (await send('POST', `/documents/${doc}/fields`, { type: 'short_text', pageNumber: 1, x: w.x, y: w.y, width: w.width, height: w.height })).json().data;
+    const job = await start(doc, { apply_mode: 'preview' });
+    const done = await finished(doc, job.id);
+    assert.equal(done.status, 'completed');
+    assert.equal(done.result.applied, null);
+    assert.equal((await fieldsOf(doc)).length, 1, 'preview changes nothing');
+
+    const tooSure = await start(doc, { applyMode: 'preview' });
+    await finished(doc, tooSure.id);
+    const none = await send('POST', `/documents/${doc}/parse-jobs/${tooSure.id}/apply`, { minConfidence: 1 });
+    assert.equal(none.statusCode, 200, none.body);
+    assert.equal(none.json().data.createdFieldIds.length, fillable().length - 1, 'confidence 1 passes minConfidence 1');
+
+    const answers = await Promise.all(Array.from({ length: 5 }, () => send('POST', `/documents/${doc}/parse-jobs/${job.id}/apply`, { replaceExisting: true })));
+    const ok = answers.filter((r) => r.statusCode === 200);
+    assert.equal(ok.length, 1, answers.map((r) => r.body).join('\n'));
+    for (const r of answers.filter((x) => x.statusCode !== 200)) assert.equal(r.json().code, 'job_already_applied');
+    const applied = ok[0]!.json().data;
+    assert.equal(applied.createdFieldIds.length, fillable().length);
+    assert.equal(applied.deletedFieldIds.length, fillable().length, 'every field of the draft went first, mine included');
+    assert.ok(applied.deletedFieldIds.includes(mine.id));
+    assert.deepEqual((await fieldsOf(doc)).map((f) => f.id).sort(), [...applied.createdFieldIds].sort());
+    const polled = (await send('GET', `/documents/${doc}/parse-jobs/${job.id}`)).json().data;
+    assert.deepEqual(polled.result.applied.createdFieldIds, applied.createdFieldIds);
+  });
+
+  it('a job that has not completed cannot be applied; engines and bodies are checked', async () => {
+    const doc = await upload(await makePdf([{ width: 612, height: 792 }]));
+    const pending = await start(doc, { applyMode: 'preview' }, headers, idle.app);
+    const early = await send('POST', `/documents/${doc}/parse-jobs/${pending.id}/apply`, {}, headers, idle.app);
+    assert.equal(early.statusCode, 409);
+    assert.equal(early.json().code, 'job_not_completed');
+    const ai = await send('POST', `/documents/${doc}/parse-jobs`, { engine: 'ai' });
+    assert.equal(ai.statusCode, 400);
+    assert.equal(ai.json().code, 'ai_not_configured');
+    for (const body of [{ applyMode: 'later' }, { engine: 'magic' }, { colour: 'red' }, { applyMode: 1 }]) {
+      const res = await send('POST', `/documents/${doc}/parse-jobs`, body);
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().code, 'validation_failed');
+    }
+    for (const body of [{ minConfidence: 2 }, { minConfidence: '0.5' }, { replaceExisting: 'yes' }, { other: 1 }]) {
+      const res = await send('POST', `/documents/${doc}/parse-jobs/${pending.id}/apply`, body);
+      assert.equal(res.statusCode, 400, res.body);
+    }
+    const empty = await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers: { ...headers, 'content-type': 'application/json' }, payload: '' });
+    assert.equal(empty.statusCode, 202, 'an empty body is no body');
+  });
+
+  it('text tags become fields; a blank PDF completes with none', async () => {
+    const pdf = await PDFDocument.create();
+    const font = await pdf.embedFont(StandardFonts.Helvetica);
+    const page = pdf.addPage([612, 792]);
+    page.drawText('{{Tenant;type=digital_signature;role=tenant;required=true}}', { x: 72, y: 120, size: 10, font });
+    const doc = await upload(Buffer.from(await pdf.save()));
+    const done = await finished(doc, (await start(doc)).id);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.result.fields.map((f: { type: string; label: string; assigneeRole: string; isRequired: boolean; source: string }) => [f.type, f.label, f.assigneeRole, f.isRequired, f.source]), [['digital_signature', 'Tenant', 'tenant', true, 'text_tag']]);
+    const [field] = await fieldsOf(doc);
+    assert.deepEqual([field!.pageNumber, (field as unknown as { assigneeRole: string }).assigneeRole], [1, 'tenant']);
+
+    const blank = await upload(await makePdf([{ width: 612, height: 792 }, { width: 612, height: 792 }]));
+    const nothing = await finished(blank, (await start(blank)).id);
+    assert.deepEqual([nothing.status, nothing.result.fields, nothing.result.stats.pages, nothing.result.applied.createdFieldIds], ['completed', [], 2, []]);
+  });
+
+  it('a DOCX without a PDF rendition fails with a clear code, at once', async () => {
+    const doc = await upload(await makeDocx({ pages: 2 }), 'contract.docx');
+    const done = await finished(doc, (await start(doc)).id);
+    assert.equal(done.status, 'failed');
+    assert.equal(done.error.code, 'no_pdf_rendition');
+    assert.match(done.error.message, /LibreOffice/);
+    const row = await ctx.store.db.selectFrom('jobs').select('attempts').where('id', '=', done.id).executeTakeFirstOrThrow();
+    assert.equal(Number(row.attempts), 1, 'final: not retried');
+  });
+
+  it('grants, archived documents, and other workspaces', async () => {
+    const doc = await upload(fs.readFileSync(`${CORPUS}/forms/${FORM}.pdf`));
+    const job = await start(doc, { applyMode: 'preview' });
+    await finished(doc, job.id);
+    const writer = bearer(await ctx.key(['documents:read', 'documents:write'], 'parsing'));
+    for (const url of [`/documents/${doc}/parse-jobs`, `/documents/${doc}/parse-jobs/${job.id}/apply`]) {
+      const res = await send('POST', url, {}, writer);
+      assert.equal(res.statusCode, 403);
+      assert.match(res.json().hint, /documents:parse_ai/);
+    }
+    const reader = bearer(await ctx.key(['documents:read'], 'parsing'));
+    assert.equal((await send('GET', `/documents/${doc}/parse-jobs/${job.id}`, undefined, reader)).statusCode, 200);
+    assert.equal((await send('GET', `/documents/${doc}/parse-jobs/${job.id}`, undefined, bearer(await ctx.key(['documents:write', 'documents:parse_ai'], 'parsing')))).statusCode, 403);
+
+    const stranger = bearer(await ctx.key(ALL));
+    for (const res of await Promise.all([
+      send('POST', `/documents/${doc}/parse-jobs`, {}, stranger),
+      send('GET', `/documents/${doc}/parse-jobs/${job.id}`, undefined, stranger),
+      send('POST', `/documents/${doc}/parse-jobs/${job.id}/apply`, {}, stranger),
+    ])) {
+      assert.equal(res.statusCode, 404, res.body);
+      assert.equal(res.json().hint, 'Document not found');
+    }
+    // A job of another document of the same workspace is not this document's.
+    const other = await upload(await makePdf([{ width: 600, height: 800 }]));
+    assert.equal((await send('GET', `/documents/${other}/parse-jobs/${job.id}`)).json().hint, 'Parse job not found');
+    assert.equal((await send('GET', `/documents/${doc}/parse-jobs/not-an-id`)).json().hint, 'Parse job not found');
+
+    assert.equal((await send('PUT', `/documents/${doc}`, { status: 'archived' })).statusCode, 200);
+    for (const res of [await send('POST', `/documents/${doc}/parse-jobs`, {}), await send('POST', `/documents/${doc}/parse-jobs/${job.id}/apply`, {})]) {
+      assert.equal(res.statusCode, 409);
+      assert.equal(res.json().code, 'document_not_editable');
+    }
+    assert.equal((await send('GET', `/documents/${doc}/parse-jobs/${job.id}`)).statusCode, 200, 'still readable');
+    // Deleting the document for good removes its jobs.
+    assert.equal((await send('DELETE', `/documents/${doc}?permanent=true`)).statusCode, 200);
+    assert.equal((await ctx.store.db.selectFrom('jobs').select('id').where('document_id', '=', doc).execute()).length, 0);
+  });
+});
