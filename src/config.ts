@@ -21,6 +21,11 @@ export interface Config {
   trustProxy: false | number | string;
   /** LibreOffice for DOCX renditions: `auto` (use `soffice` when it is on the PATH), `off`, or a path. */
   soffice: string;
+  /**
+   * How long a parse worker's claim on a job lasts without renewal (renewed every third of it): a
+   * job whose worker died is retried this long after its last renewal.
+   */
+  jobLeaseMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -102,5 +107,6 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel as LogLevel,
     trustProxy: trustProxy(env),
     soffice: read(env, 'SOFFICE_PATH') ?? 'auto',
+    jobLeaseMs: integer(env, 'JOB_LEASE_MS', 30_000, 1_000, 3_600_000),
   };
 }

@@ -27,7 +27,8 @@ Commands:
   keys revoke <id>
 
 Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_URL,
-RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH (see README.md).`;
+RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS
+(see README.md).`;
 
 /** On PostgreSQL other servers may be between storing a blob and writing its row: spare young blobs. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
@@ -83,9 +84,9 @@ async function serve(config: Config, args: string[]): Promise<void> {
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
-  const { JobQueue } = await import('./jobs/queue.js');
+  const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store);
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
   let worker: InstanceType<typeof ParseWorker> | null = null;
   const app = await buildApp({
     store,
@@ -143,9 +144,9 @@ async function workers(config: Config, args: string[]): Promise<void> {
   await migrate(store);
   const { pino } = await import('pino');
   const log = pino({ level: config.logLevel, base: { pid: process.pid, role: 'worker' } });
-  const { JobQueue } = await import('./jobs/queue.js');
+  const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store);
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
   const blobs = new DiskBlobStore(config.dataDir);
   const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log }));
   for (const w of all) w.start();

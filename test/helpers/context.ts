@@ -115,13 +115,15 @@ export interface ContextOptions {
   /** Queue settings (lease, attempts, backoff) for the parse jobs. */
   queue?: Partial<QueueOptions>;
   aiConfigured?: boolean;
+  /** Where stored files go (default: a temporary directory removed on close). */
+  dataDir?: string;
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
   const database = options.database ?? (await createTestDatabase());
   const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
   if (limiter instanceof RedisRateLimiter) await limiter.ready();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
   const blobs = new DiskBlobStore(dataDir);
   const pdf = new PdfAnalyzer();
   const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, ...options.queue });
@@ -168,7 +170,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
       await app.close();
       await pdf.close();
       await limiter.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
       if (!options.database) await database.drop();
     },
   };

@@ -17,6 +17,7 @@ describe('configuration', () => {
       logLevel: 'info',
       trustProxy: false,
       soffice: 'auto',
+      jobLeaseMs: 30_000,
     });
   });
 
@@ -32,7 +33,9 @@ describe('configuration', () => {
       LOG_LEVEL: 'WARN',
       TRUST_PROXY: '10.0.0.0/8, 192.168.1.1',
       SOFFICE_PATH: 'off',
+      JOB_LEASE_MS: '5000',
     });
+    assert.equal(config.jobLeaseMs, 5000);
     assert.equal(config.host, '0.0.0.0');
     assert.equal(config.port, 8080);
     assert.equal(config.dataDir, '/srv/formsign');
@@ -58,6 +61,7 @@ describe('configuration', () => {
       [{ RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE'],
       [{ RATE_LIMIT_PER_MINUTE: '1.5' }, 'RATE_LIMIT_PER_MINUTE'],
       [{ MAX_UPLOAD_BYTES: '50MB' }, 'MAX_UPLOAD_BYTES'],
+      [{ JOB_LEASE_MS: '500' }, 'JOB_LEASE_MS'],
       [{ DATABASE_URL: 'mysql://localhost/x' }, 'DATABASE_URL'],
       [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
       [{ REDIS_URL: 'http://localhost' }, 'REDIS_URL'],
