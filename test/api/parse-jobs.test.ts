@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { bearer, createTestContext, testLibreOffice, type TestContext } from '../helpers/context.js';
 import { CORPUS, makeDocx, makePdf, multipart } from '../helpers/files.js';
 
 const ALL = ['documents:read', 'documents:write', 'documents:delete', 'documents:parse_ai'];
@@ -155,6 +155,36 @@ describe('parse jobs', () => {
     assert.match(done.error.message, /LibreOffice/);
     const row = await ctx.store.db.selectFrom('jobs').select('attempts').where('id', '=', done.id).executeTakeFirstOrThrow();
     assert.equal(Number(row.attempts), 1, 'final: not retried');
+  });
+
+  const soffice = testLibreOffice();
+  it('a DOCX is read on its PDF rendition: its text tags become fields', { skip: !soffice && 'LibreOffice not in use (FORMSIGN_TEST_SOFFICE=auto)' }, async () => {
+    const office = await createTestContext({ database: ctx.database, worker: true, libreOffice: soffice });
+    try {
+      const h = bearer(await office.key(ALL, 'parsing'));
+      const documentXml = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>
+        <w:p><w:r><w:t>Lease agreement.</w:t></w:r></w:p>
+        <w:p><w:r><w:t>{{Landlord;type=digital_signature;role=landlord}}</w:t></w:r></w:p>
+        <w:p><w:r><w:br w:type="page"/><w:t>{{Tenant;type=digital_signature;role=tenant}}</w:t></w:r></w:p>
+        <w:sectPr><w:pgSz w:w="12240" w:h="15840"/></w:sectPr></w:body></w:document>`;
+      const body = multipart([{ name: 'file', data: await makeDocx({ pages: 2, documentXml }), filename: 'lease.docx' }]);
+      const up = await office.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...h, ...body.headers }, payload: body.payload });
+      assert.equal(up.statusCode, 201, up.body);
+      assert.equal(up.json().data.pageSource, 'rendition');
+      const doc = up.json().data.id;
+      const started = await office.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers: h, payload: {} });
+      assert.equal(started.statusCode, 202);
+      let job;
+      for (let i = 0; i < 400; i++) {
+        job = (await office.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${started.json().data.id}`, headers: h })).json().data;
+        if (job.status === 'completed' || job.status === 'failed') break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.equal(job.status, 'completed', JSON.stringify(job.error));
+      assert.deepEqual(job.result.fields.map((f: { label: string; pageNumber: number; assigneeRole: string }) => [f.label, f.pageNumber, f.assigneeRole]), [['Landlord', 1, 'landlord'], ['Tenant', 2, 'tenant']]);
+    } finally {
+      await office.close();
+    }
   });
 
   it('grants, archived documents, and other workspaces', async () => {
