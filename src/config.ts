@@ -26,6 +26,8 @@ export interface Config {
    * job whose worker died is retried this long after its last renewal.
    */
   jobLeaseMs: number;
+  /** How long a stopping worker (SIGTERM) lets its running job finish before handing it back. */
+  workerGraceMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -108,5 +110,6 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     soffice: read(env, 'SOFFICE_PATH') ?? 'auto',
     jobLeaseMs: integer(env, 'JOB_LEASE_MS', 30_000, 1_000, 3_600_000),
+    workerGraceMs: integer(env, 'WORKER_STOP_GRACE_MS', 10_000, 0, 3_600_000),
   };
 }

@@ -27,8 +27,8 @@ Commands:
   keys revoke <id>
 
 Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_URL,
-RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS
-(see README.md).`;
+RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS,
+WORKER_STOP_GRACE_MS (see README.md).`;
 
 /** On PostgreSQL other servers may be between storing a blob and writing its row: spare young blobs. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
@@ -49,9 +49,6 @@ async function withStore<T>(config: Config, work: (store: Store) => Promise<T>):
     await store.close();
   }
 }
-
-/** How long a stopping worker lets its running job finish before handing it back. */
-const WORKER_GRACE_MS = 10_000;
 
 async function serve(config: Config, args: string[]): Promise<void> {
   const { values: flags } = parseArgs({ args, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
@@ -117,8 +114,8 @@ async function serve(config: Config, args: string[]): Promise<void> {
     stopping = true;
     app.log.info(`${signal}: no new requests; finishing the ones in flight`);
     try {
-      await app.close();
-      await worker?.stop(WORKER_GRACE_MS);
+      // The worker stops claiming at once; HTTP drains meanwhile.
+      await Promise.all([app.close(), worker?.stop(config.workerGraceMs)]);
       await pdf.close();
       await limiter.close();
       await store.close();
@@ -157,7 +154,7 @@ async function workers(config: Config, args: string[]): Promise<void> {
     stopping = true;
     log.info(`${signal}: no new jobs; finishing or handing back the running ones`);
     try {
-      await Promise.all(all.map((w) => w.stop(WORKER_GRACE_MS)));
+      await Promise.all(all.map((w) => w.stop(config.workerGraceMs)));
       await store.close();
       log.info('stopped');
       log.flush(() => process.exit(0));

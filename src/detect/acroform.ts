@@ -1,4 +1,4 @@
-import type { FieldType } from '../domain/fields.js';
+import { defaultLabel, type FieldType } from '../domain/fields.js';
 import { rectOf, type PageView } from './geometry.js';
 import type { DetectedField } from './types.js';
 
@@ -110,7 +110,8 @@ export function detectAcroform(pages: readonly AnnotatedPage[], skipped: Record<
       }
       fields.push({
         type,
-        label: name,
+        // A widget with neither tooltip nor name (pdf.js gives "" for a field without /T).
+        label: name || defaultLabel(type),
         pageNumber: page.pageNumber,
         rect,
         confidence: 1,

@@ -34,7 +34,10 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     const content = await page.getTextContent();
     const items = content.items.filter((item): item is TextItem & typeof item => 'str' in item);
     annotated.push({ pageNumber, view, annotations });
-    texts.push({ pageNumber, view, items: items.map((i) => ({ str: i.str, transform: i.transform as number[], width: i.width })) });
+    // Only pages that may hold a tag keep their text: a long, text-dense PDF stays small here.
+    if (items.some((i) => i.str.includes('{')) && items.map((i) => i.str).join('').includes('{{')) {
+      texts.push({ pageNumber, view, items: items.map((i) => ({ str: i.str, transform: i.transform as number[], width: i.width })) });
+    }
     page.cleanup();
     options.onProgress?.(pageNumber, total);
   }

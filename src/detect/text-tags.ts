@@ -112,6 +112,26 @@ function parseTag(inner: string, warn: (problem: string) => void): ParsedTag | n
 }
 
 /**
+ * Advance widths of Helvetica (the standard font's metrics, in 1/1000 em) for the printable ASCII
+ * characters. Text runs carry only their total advance; the share of it before a tag inside a
+ * run is estimated with these widths (exact for Helvetica and Arial, close for most sans serifs,
+ * and far better than an even share per character for any proportional font).
+ */
+const HELVETICA =
+  '278,278,355,556,556,889,667,191,333,333,389,584,278,333,278,278,556,556,556,556,556,556,556,556,556,556,278,278,584,584,584,556,1015,667,667,722,722,667,611,778,722,278,500,667,556,833,722,778,667,778,722,667,611,722,667,944,667,667,611,278,278,278,469,556,333,556,556,500,556,556,278,556,556,222,222,500,222,833,556,556,556,556,333,500,278,556,500,722,500,500,500,334,260,334,584'
+    .split(',')
+    .map(Number);
+
+function advance(text: string): number {
+  let sum = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    sum += code >= 32 && code <= 126 ? HELVETICA[code - 32]! : 556;
+  }
+  return sum;
+}
+
+/**
  * Corners, in user space, of the part of the page's text from character `from` to `to` (of the
  * runs read as one string): for each run it overlaps, the slice of the run's advance, from a fifth
  * of the font size below the baseline (descenders) to the font size above it.
@@ -127,8 +147,9 @@ function cornersOf(items: readonly TextItem[], starts: number[], from: number, t
     const along = Math.hypot(a, b) || 1;
     const ux = a / along;
     const uy = b / along;
-    const s = ((Math.max(from, start) - start) / item.str.length) * item.width;
-    const t = ((Math.min(to, end) - start) / item.str.length) * item.width;
+    const whole = advance(item.str) || 1;
+    const s = (advance(item.str.slice(0, Math.max(from, start) - start)) / whole) * item.width;
+    const t = (advance(item.str.slice(0, Math.min(to, end) - start)) / whole) * item.width;
     const x0 = e + ux * s;
     const y0 = f + uy * s;
     const x1 = e + ux * t;

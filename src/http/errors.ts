@@ -56,6 +56,11 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
       return new AppError('validation_failed', 'The upload ended before the multipart body was complete.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new AppError('validation_failed', 'body: malformed JSON (or a forbidden "__proto__"/"constructor" key); send a JSON object');
+    // PostgreSQL gave up on this transaction to let a conflicting one finish (a deadlock or a
+    // serialisation failure): nothing was written, and the same request can simply be sent again.
+    case '40P01':
+    case '40001':
+      return new AppError('unavailable', 'The request met a conflicting change and was not applied; send it again.');
     default:
       break;
   }

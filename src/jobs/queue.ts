@@ -162,8 +162,15 @@ export class JobQueue {
    * Runs `work` in a transaction that holds the job (still `processing` under `owner`), then marks
    * it completed with what `work` answers. `false` (and `work` not run) when the lease was lost.
    */
-  async complete(id: string, owner: string, work: (trx: Transaction<Database>, job: JobRow) => Promise<{ result: unknown; applied?: unknown }>): Promise<boolean> {
+  async complete(
+    id: string,
+    owner: string,
+    work: (trx: Transaction<Database>, job: JobRow) => Promise<{ result: unknown; applied?: unknown }>,
+    /** Locks to take before the job's, in the order every other writer takes them. */
+    lockFirst?: (trx: Transaction<Database>) => Promise<void>,
+  ): Promise<boolean> {
     return this.store.db.transaction().execute(async (trx) => {
+      await lockFirst?.(trx);
       const job = await this.held(trx, id, owner);
       if (!job) return false;
       const outcome = await work(trx, job);

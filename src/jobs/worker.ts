@@ -1,11 +1,12 @@
 import crypto from 'node:crypto';
+import type { Transaction } from 'kysely';
 import os from 'node:os';
 import type { BlobStore } from '../blobs/store.js';
 import { DetectionError, detectInThread, type RunOptions } from '../detect/runner.js';
 import type { DetectionResult } from '../detect/types.js';
 import type { Store } from '../store/db.js';
 import { completionOf, PARSE_JOB } from '../store/parse-jobs.js';
-import type { JobRow } from '../store/schema.js';
+import type { Database, JobRow } from '../store/schema.js';
 import type { JobError, JobQueue } from './queue.js';
 
 export interface WorkerLog {
@@ -37,7 +38,7 @@ export class ParseWorker {
   private running = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
-  private current: { job: JobRow; abort: AbortController; done: Promise<void> } | null = null;
+  private current: { job: JobRow; abort: AbortController } | null = null;
 
   constructor(private readonly options: WorkerOptions) {}
 
@@ -52,15 +53,19 @@ export class ParseWorker {
     this.wakeUp?.();
   }
 
+  /**
+   * Stops claiming; the running job (also one whose claim was under way) may finish within
+   * `graceMs`, else it is stopped and handed back. Resolves when the worker is idle.
+   */
   async stop(graceMs = 10_000): Promise<void> {
     this.running = false;
     this.wake();
-    const current = this.current;
-    if (current) {
-      const finished = await Promise.race([current.done.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceMs).unref())]);
-      if (!finished) current.abort.abort();
+    const deadline = setTimeout(() => this.current?.abort.abort(), graceMs);
+    try {
+      await this.loop;
+    } finally {
+      clearTimeout(deadline);
     }
-    await this.loop;
   }
 
   private async run(): Promise<void> {
@@ -72,7 +77,13 @@ export class ParseWorker {
       } catch (error) {
         log.error({ err: error }, 'could not claim a job');
       }
+      if (job && !this.running) {
+        // Told to stop while claiming: the job goes back untouched.
+        await queue.release(job.id, this.owner).catch((e: unknown) => log.warn({ err: e, job: job!.id }, 'could not hand a job back'));
+        break;
+      }
       if (!job) {
+        if (!this.running) break;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, this.options.pollMs ?? 500);
           this.wakeUp = () => {
@@ -84,9 +95,8 @@ export class ParseWorker {
         continue;
       }
       const abort = new AbortController();
-      const done = this.process(job, abort.signal);
-      this.current = { job, abort, done };
-      await done;
+      this.current = { job, abort };
+      await this.process(job, abort.signal);
       this.current = null;
     }
   }
@@ -95,20 +105,21 @@ export class ParseWorker {
     const { queue, log, store } = this.options;
     const started = Date.now();
     let lost = false;
-    const lease = new AbortController();
-    const renewal = setInterval(() => {
-      queue.renew(job.id, this.owner).then(
-        (held) => {
-          if (!held) {
-            lost = true;
-            lease.abort();
-          }
-        },
-        (error: unknown) => log.warn({ err: error, job: job.id }, 'could not renew the lease'),
-      );
-    }, Math.max(50, Math.floor(queue.options.leaseMs / 3)));
-    const stop = AbortSignal.any([signal, lease.signal]);
+    let renewal: NodeJS.Timeout | undefined;
     try {
+      const lease = new AbortController();
+      renewal = setInterval(() => {
+        queue.renew(job.id, this.owner).then(
+          (held) => {
+            if (!held) {
+              lost = true;
+              lease.abort();
+            }
+          },
+          (error: unknown) => log.warn({ err: error, job: job.id }, 'could not renew the lease'),
+        );
+      }, Math.max(50, Math.floor(queue.options.leaseMs / 3)));
+      const stop = AbortSignal.any([signal, lease.signal]);
       if (job.kind !== PARSE_JOB) {
         await queue.fail(job.id, this.owner, final('unknown_job_kind', `no worker runs jobs of kind "${job.kind}"`));
         return;
@@ -120,7 +131,14 @@ export class ParseWorker {
       }
       const detect = this.options.detect ?? detectInThread;
       const result = await detect(data.bytes, { signal: stop });
-      const completed = await queue.complete(job.id, this.owner, (trx, held) => completionOf(trx, store, held, result));
+      // The document's row first, as every field edit and a permanent delete take it (else
+      // PostgreSQL could deadlock a completion against a delete of the same document).
+      const lockDocument = async (trx: Transaction<Database>) => {
+        let query = trx.selectFrom('documents').select('id').where('id', '=', job.document_id);
+        if (store.dialect === 'postgres') query = query.forUpdate();
+        await query.execute();
+      };
+      const completed = await queue.complete(job.id, this.owner, (trx, held) => completionOf(trx, store, held, result), lockDocument);
       log.info({ job: job.id, ms: Date.now() - started, fields: result.fields.length, completed }, completed ? 'parse job completed' : 'parse job lost its lease before completing');
     } catch (error) {
       if (signal.aborted && !lost) {
@@ -152,11 +170,16 @@ export class ParseWorker {
         'this DOCX has no PDF rendition (LibreOffice was not available when it was uploaded), so its pages cannot be read; upload it again with LibreOffice installed, or upload a PDF',
       );
     }
-    const { stream } = await this.options.blobs.open(hash);
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
-    const all = Buffer.concat(chunks);
-    // A copy of its own, so that the bytes can be moved to the detection thread.
-    return { bytes: new Uint8Array(all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength)) };
+    // One buffer of the file's size, filled as it is read, then moved to the detection thread.
+    const { stream, size } = await this.options.blobs.open(hash);
+    const bytes = new Uint8Array(new ArrayBuffer(size));
+    let offset = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (offset + chunk.length > size) throw new Error('the stored file is larger than recorded');
+      bytes.set(chunk, offset);
+      offset += chunk.length;
+    }
+    if (offset !== size) throw new Error('the stored file is shorter than recorded');
+    return { bytes };
   }
 }

@@ -45,13 +45,15 @@ export interface ParseJobView {
 /** How long a client should wait before polling a job that has not finished. */
 export const POLL_AFTER_MS = 1000;
 
-export function toParseJob(row: JobRow): ParseJobView {
+export function toParseJob(row: JobRow, now = Date.now()): ParseJobView {
   const params = JSON.parse(row.params) as ParseParams;
   const finished = row.status === 'completed' || row.status === 'failed';
+  // A job whose worker stopped renewing its lease waits for the next worker: pending again.
+  const expired = row.status === 'processing' && row.lease_expires_at !== null && row.lease_expires_at < new Date(now).toISOString();
   return {
     id: row.id,
     documentId: row.document_id,
-    status: row.status,
+    status: expired ? 'pending' : row.status,
     applyMode: params.applyMode,
     engine: params.engine,
     pollAfterMs: finished ? null : POLL_AFTER_MS,

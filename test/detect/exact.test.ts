@@ -118,6 +118,18 @@ describe('exact detection: text tags', () => {
     assert.deepEqual([date!.type, date!.label, date!.assigneeRole, date!.isRequired], ['date', 'Date', null, false]);
   });
 
+  it('places a tag that shares its text run with other text where the tag itself is', async () => {
+    const prefix = 'WWWWWWWW MMMMMM iiii signature: ';
+    const tag = '{{Sign;type=signature}}';
+    const { bytes, width } = await tagPdf([{ runs: [{ text: prefix + tag, x: 72, y: 500 }] }]);
+    const result = await detect(bytes);
+    assert.equal(result.fields.length, 1);
+    const rect = result.fields[0]!.rect;
+    // One run: the tag starts after the prefix's real advance, not after an even share per character.
+    assert.ok(Math.abs(rect.x - (72 + width(prefix)) / 612) < 0.002, `x ${rect.x}, expected ${(72 + width(prefix)) / 612}`);
+    assert.ok(Math.abs(rect.width - width(tag) / 612) < 0.002, `width ${rect.width}`);
+  });
+
   it('places tags on rotated pages and pages with an offset crop box', async () => {
     const tag = '{{Initials;type=initials}}';
     const { bytes, width } = await tagPdf([

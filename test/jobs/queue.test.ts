@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newId } from '../../src/domain/ids.js';
+import { DetectionError } from '../../src/detect/runner.js';
 import { JobQueue } from '../../src/jobs/queue.js';
-import { createTestDatabase, TEST_DB, type TestDatabase } from '../helpers/context.js';
+import { ParseWorker } from '../../src/jobs/worker.js';
+import { toParseJob } from '../../src/store/parse-jobs.js';
+import { bearer, createTestContext, createTestDatabase, TEST_DB, type TestContext, type TestDatabase } from '../helpers/context.js';
+import { makePdf, multipart } from '../helpers/files.js';
 
 describe(`job queue (${TEST_DB})`, () => {
   let database: TestDatabase;
@@ -137,5 +141,77 @@ describe(`job queue (${TEST_DB})`, () => {
     );
     assert.equal(taken.length, 60);
     assert.deepEqual(new Set(taken), ids);
+  });
+});
+
+describe(`a parse worker stopping (${TEST_DB})`, () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestContext({ libreOffice: null });
+  });
+  after(() => ctx.close());
+
+  let headers: Record<string, string>;
+  let doc: string;
+  /** A new queued job, alone in the queue. */
+  async function queuedJob(): Promise<string> {
+    headers = bearer(await ctx.key(['documents:read', 'documents:write', 'documents:parse_ai']));
+    const body = multipart([{ name: 'file', data: await makePdf([{ width: 612, height: 792 }]), filename: 'a.pdf' }]);
+    doc = (await ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...headers, ...body.headers }, payload: body.payload })).json().data.id;
+    await ctx.store.db.deleteFrom('jobs').execute();
+    return (await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers, payload: {} })).json().data.id;
+  }
+  const row = (id: string) => ctx.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const log = { info() {}, warn() {}, error() {} };
+
+  it('stops a running job after the grace and hands it back', async () => {
+    const id = await queuedJob();
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    // A detection that only ends when it is told to stop.
+    const detect = (_data: Uint8Array, options: { signal?: AbortSignal }) =>
+      new Promise<never>((_, reject) => {
+        started();
+        options.signal!.addEventListener('abort', () => reject(new DetectionError('aborted', 'stopped', false)));
+      });
+    const worker = new ParseWorker({ store: ctx.store, queue: ctx.queue, blobs: ctx.blobs, log, pollMs: 10, detect });
+    worker.start();
+    await running;
+    const t = performance.now();
+    await worker.stop(150);
+    assert.ok(performance.now() - t < 2000, 'stop keeps to its grace');
+    const r = await row(id);
+    assert.deepEqual([r.status, Number(r.attempts), r.lease_owner], ['pending', 0, null]);
+  });
+
+  it('a job claimed while stopping is handed back at once', async () => {
+    const id = await queuedJob();
+    let claiming!: () => void;
+    const inClaim = new Promise<void>((r) => (claiming = r));
+    const slowQueue = Object.create(ctx.queue) as JobQueue;
+    slowQueue.claim = async (owner: string) => {
+      claiming();
+      await new Promise((r) => setTimeout(r, 200));
+      return ctx.queue.claim(owner);
+    };
+    let ran = false;
+    const worker = new ParseWorker({ store: ctx.store, queue: slowQueue, blobs: ctx.blobs, log, pollMs: 10, detect: async () => ((ran = true), { fields: [], stats: { pages: 1, durationMs: 0, found: {}, duplicates: 0, skipped: {}, warnings: [] } }) });
+    worker.start();
+    await inClaim;
+    await worker.stop(5000);
+    assert.equal(ran, false, 'not run');
+    const r = await row(id);
+    assert.deepEqual([r.status, Number(r.attempts)], ['pending', 0]);
+  });
+
+  it('a job whose lease ran out reads as pending before any worker reaps it', async () => {
+    const id = await queuedJob();
+    const claimed = await ctx.queue.claim('gone');
+    assert.equal(claimed?.id, id);
+    await ctx.store.db.updateTable('jobs').set({ lease_expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', id).execute();
+    const view = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${id}`, headers })).json().data;
+    assert.deepEqual([view.status, view.pollAfterMs], ['pending', 1000]);
+    assert.equal((await row(id)).status, 'processing', 'the row itself waits for a worker to reap it');
+    assert.equal(toParseJob(await row(id), Date.now() - 60_000).status, 'processing', 'while the lease held it read as processing');
   });
 });

@@ -18,6 +18,7 @@ describe('configuration', () => {
       trustProxy: false,
       soffice: 'auto',
       jobLeaseMs: 30_000,
+      workerGraceMs: 10_000,
     });
   });
 
@@ -34,8 +35,10 @@ describe('configuration', () => {
       TRUST_PROXY: '10.0.0.0/8, 192.168.1.1',
       SOFFICE_PATH: 'off',
       JOB_LEASE_MS: '5000',
+      WORKER_STOP_GRACE_MS: '0',
     });
     assert.equal(config.jobLeaseMs, 5000);
+    assert.equal(config.workerGraceMs, 0);
     assert.equal(config.host, '0.0.0.0');
     assert.equal(config.port, 8080);
     assert.equal(config.dataDir, '/srv/formsign');
