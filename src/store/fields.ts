@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { iou } from '../detect/geometry.js';
 import { AppError, invalid, notFound } from '../domain/errors.js';
 import { defaultLabel, MAX_FIELDS_PER_DOCUMENT, validateField, type FieldSpec } from '../domain/fields.js';
 import { newId } from '../domain/ids.js';
@@ -178,13 +179,6 @@ export interface Candidate {
   confidence: number;
 }
 
-const overlap = (a: FieldSpec, b: FieldSpec): number => {
-  const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
-  const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
-  if (w <= 0 || h <= 0) return 0;
-  return (w * h) / (a.width * a.height + b.width * b.height - w * h);
-};
-
 /**
  * Adds detected fields to the draft of a document whose row the caller has locked in `trx`
  * (applying a parse job): with `replaceExisting` every field of the draft goes first; otherwise a
@@ -216,7 +210,7 @@ export async function applyCandidates(
     } catch {
       continue;
     }
-    if (existing.some((e) => e.pageNumber === spec.pageNumber && overlap(e, spec) >= 0.5)) continue;
+    if (existing.some((e) => e.pageNumber === spec.pageNumber && iou(e, spec) >= 0.5)) continue;
     rows.push(toRow(newId(), document.id, spec, position++, now, now));
   }
   for (let i = 0; i < rows.length; i += 100) await trx.insertInto('document_fields').values(rows.slice(i, i + 100)).execute();

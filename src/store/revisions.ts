@@ -84,6 +84,53 @@ function documentDefinition(snapshot: DocumentSnapshot): DocumentDefinition {
 }
 
 /**
+ * What publishing does once the snapshot is built, for either kind: the draft equal to the last
+ * revision (an edit undone) is nothing to publish (`null`; the stale flag is cleared), else the
+ * next revision is written with the given or generated summary and the parent marked published.
+ */
+async function freeze(
+  trx: Transaction<Database>,
+  kind: RevisionKind,
+  parentId: string,
+  version: number,
+  now: string,
+  snapshot: unknown,
+  definition: FormDefinition | DocumentDefinition,
+  /** The generated summary, from the previous revision's snapshot (`null` for the first). */
+  describe: (previous: unknown) => string,
+  extra: Record<string, unknown>,
+  options: PublishOptions,
+): Promise<RevisionView | null> {
+  const t = TABLES[kind];
+  const db = trx as Transaction<any>;
+  const hash = definitionHash(definition);
+  const previous = version > 1
+    ? ((await db.selectFrom(t.revisions).select(['id', 'definition_hash']).where(t.parentColumn, '=', parentId).where('version', '=', version - 1).executeTakeFirst()) as
+        | { id: string; definition_hash: string }
+        | undefined)
+    : undefined;
+  if (previous && previous.definition_hash === hash) {
+    await db.updateTable(t.parents).set({ has_unpublished_changes: 0 }).where('id', '=', parentId).execute();
+    return null;
+  }
+  let summary = options.changesSummary ?? null;
+  if (summary === null) {
+    // The previous snapshot is read only to describe the difference.
+    const before = previous
+      ? ((await db.selectFrom(t.revisions).select('snapshot').where('id', '=', previous.id).executeTakeFirstOrThrow()) as { snapshot: string }).snapshot
+      : null;
+    summary = describe(before === null ? null : JSON.parse(before));
+  }
+  const id = newId();
+  await db
+    .insertInto(t.revisions)
+    .values({ id, [t.parentColumn]: parentId, version, published_at: now, published_by: options.keyId, changes_summary: summary, definition_hash: hash, snapshot: JSON.stringify(snapshot), ...extra })
+    .execute();
+  await db.updateTable(t.parents).set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }).where('id', '=', parentId).execute();
+  return toRevision(kind, { id, parent_id: parentId, version, published_at: now, published_by: options.keyId, changes_summary: summary });
+}
+
+/**
  * Publishes the form whose row `row` the caller has locked in `trx`: freezes the draft into the
  * next revision and marks the form published. `null` when there is nothing to publish: the draft
  * equals the last revision, and its `has_unpublished_changes` is then 0 (cleared if it was set).
@@ -97,36 +144,15 @@ export async function publishFormLocked(
   const content = await loadContent(trx, row.id);
   const version = await nextVersion(trx, 'form_revisions', 'form_id', row.id);
   const now = new Date().toISOString();
-  const published: FormRow = { ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now };
-  const form = toForm(published, content.questions.length);
+  const form = toForm({ ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }, content.questions.length);
   const snapshot: FormSnapshot = { form, sections: content.sections, questions: content.questions, rules: content.rules };
   const definition = formDefinition(snapshot);
-  const hash = definitionHash(definition);
-
-  // Unchanged since the last revision (an edit undone counts as no change)?
-  const previous = version > 1
-    ? await trx.selectFrom('form_revisions').select(['id', 'definition_hash']).where('form_id', '=', row.id).where('version', '=', version - 1).executeTakeFirst()
-    : undefined;
-  if (previous && previous.definition_hash === hash) {
-    // The draft is the last revision again (an edit undone): it has no unpublished changes.
-    await trx.updateTable('forms').set({ has_unpublished_changes: 0 }).where('id', '=', row.id).execute();
-    return null;
-  }
-  let summary = options.changesSummary ?? null;
-  if (summary === null) {
-    const before = previous
-      ? formDefinition(JSON.parse((await trx.selectFrom('form_revisions').select('snapshot').where('id', '=', previous.id).executeTakeFirstOrThrow()).snapshot) as FormSnapshot)
-      : null;
-    summary = summarize(diffForms(before, definition), before === null);
-  }
-  const revision = { id: newId(), form_id: row.id, version, published_at: now, published_by: options.keyId, changes_summary: summary, definition_hash: hash, snapshot: JSON.stringify(snapshot) };
-  await trx.insertInto('form_revisions').values(revision).execute();
-  await trx
-    .updateTable('forms')
-    .set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now })
-    .where('id', '=', row.id)
-    .execute();
-  return { form, revision: { id: revision.id, formId: row.id, version, publishedAt: now, publishedBy: options.keyId, changesSummary: summary } };
+  const revision = await freeze(
+    trx, 'form', row.id, version, now, snapshot, definition,
+    (previous) => summarize(diffForms(previous === null ? null : formDefinition(previous as FormSnapshot), definition), previous === null),
+    {}, options,
+  );
+  return revision && { form, revision };
 }
 
 /** `POST /forms/{id}/publish`: `409 no_changes` when there is nothing to publish. */
@@ -152,7 +178,7 @@ export async function publishForm(
   return published;
 }
 
-/** As `publishFormLocked`, for a document whose row the caller has locked. */
+/** As `publishFormLocked`, for a document whose row the caller has locked; the revision keeps its files. */
 export async function publishDocumentLocked(
   trx: Transaction<Database>,
   row: DocumentRow,
@@ -162,45 +188,15 @@ export async function publishDocumentLocked(
   const fields = await listFields(trx, row.id);
   const version = await nextVersion(trx, 'document_revisions', 'document_id', row.id);
   const now = new Date().toISOString();
-  const published: DocumentRow = { ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now };
-  const document = toDocument(published);
+  const document = toDocument({ ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now });
   const snapshot: DocumentSnapshot = { document, fields };
   const definition = documentDefinition(snapshot);
-  const hash = definitionHash(definition);
-  const previous = version > 1
-    ? await trx.selectFrom('document_revisions').select(['id', 'definition_hash']).where('document_id', '=', row.id).where('version', '=', version - 1).executeTakeFirst()
-    : undefined;
-  if (previous && previous.definition_hash === hash) {
-    // The draft is the last revision again (an edit undone): it has no unpublished changes.
-    await trx.updateTable('documents').set({ has_unpublished_changes: 0 }).where('id', '=', row.id).execute();
-    return null;
-  }
-  let summary = options.changesSummary ?? null;
-  if (summary === null) {
-    const before = previous
-      ? documentDefinition(JSON.parse((await trx.selectFrom('document_revisions').select('snapshot').where('id', '=', previous.id).executeTakeFirstOrThrow()).snapshot) as DocumentSnapshot)
-      : null;
-    summary = summarize(diffDocuments(before, definition), before === null);
-  }
-  const revision = {
-    id: newId(),
-    document_id: row.id,
-    version,
-    published_at: now,
-    published_by: options.keyId,
-    changes_summary: summary,
-    definition_hash: hash,
-    snapshot: JSON.stringify(snapshot),
-    sha256: row.sha256,
-    rendition_sha256: row.rendition_sha256,
-  };
-  await trx.insertInto('document_revisions').values(revision).execute();
-  await trx
-    .updateTable('documents')
-    .set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now })
-    .where('id', '=', row.id)
-    .execute();
-  return { document, revision: { id: revision.id, documentId: row.id, version, publishedAt: now, publishedBy: options.keyId, changesSummary: summary } };
+  const revision = await freeze(
+    trx, 'document', row.id, version, now, snapshot, definition,
+    (previous) => summarize(diffDocuments(previous === null ? null : documentDefinition(previous as DocumentSnapshot), definition), previous === null),
+    { sha256: row.sha256, rendition_sha256: row.rendition_sha256 }, options,
+  );
+  return revision && { document, revision };
 }
 
 /** `POST /documents/{id}/publish`: `409 no_changes` when there is nothing to publish. */

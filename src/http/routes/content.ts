@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { checkAnswers, type AnswerQuestion } from '../../domain/answers.js';
 import { invalid, notFound } from '../../domain/errors.js';
-import { isId } from '../../domain/ids.js';
 import { compileLogic, evaluateLogic, type CompiledLogic } from '../../domain/logic.js';
 import type { Store } from '../../store/db.js';
+import { pathId } from '../params.js';
 import {
   createQuestion,
   createRule,
@@ -49,10 +49,6 @@ const COMPILED_REVISIONS_BYTES = 32 * 1024 * 1024;
 const compiledRevisions = new Map<string, { questions: AnswerQuestion[]; logic: CompiledLogic; bytes: number }>();
 let compiledBytes = 0;
 
-function idOf(kind: string, id: string): string {
-  if (!isId(id)) throw notFound(kind);
-  return id;
-}
 
 /** Questions, sections and rules of forms, and evaluation of the show/hide logic. */
 export function contentRoutes(app: FastifyInstance, store: Store): void {
@@ -71,7 +67,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
       handler: async (request) => {
         const page = applyPagination(request.query);
         const workspaceId = workspaceOf(request);
-        const formId = idOf('Form', request.params.id);
+        const formId = pathId('Form', request.params.id);
         const found = await loadFormWithContent(store, workspaceId, formId);
         if (!found) throw notFound('Form');
         const items: unknown[] = found.content[path];
@@ -84,7 +80,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     config: write,
     schema: { tags: ['Questions'], summary: 'Create a question', params: IdParams, querystring: NoQuery, body: CreateQuestionBody, response: responses(201, Ok(QuestionSchema)) },
     handler: async (request, reply) => {
-      const formId = idOf('Form', request.params.id);
+      const formId = pathId('Form', request.params.id);
       const question = await createQuestion(store, workspaceOf(request), formId, { ...request.body, questionText: checkText('questionText', request.body.questionText) });
       reply.code(201).header('location', `/api/v1/forms/${formId}/questions/${question.id}`);
       return { success: true, data: question };
@@ -95,7 +91,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags: ['Questions'], summary: 'Update a question (only the keys given)', params: QuestionParams, querystring: NoQuery, body: UpdateQuestionBody, response: responses(200, Ok(QuestionSchema)) },
     handler: async (request) => {
       const body = request.body;
-      const question = await updateQuestion(store, workspaceOf(request), idOf('Form', request.params.id), idOf('Question', request.params.qid), {
+      const question = await updateQuestion(store, workspaceOf(request), pathId('Form', request.params.id), pathId('Question', request.params.qid), {
         ...body,
         ...(body.questionText !== undefined ? { questionText: checkText('questionText', body.questionText) } : {}),
       });
@@ -106,8 +102,8 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     config: write,
     schema: { tags: ['Questions'], summary: 'Delete a question and the rules that use it', params: QuestionParams, querystring: NoQuery, response: responses(200, Deleted) },
     handler: async (request) => {
-      const qid = idOf('Question', request.params.qid);
-      await deleteQuestion(store, workspaceOf(request), idOf('Form', request.params.id), qid);
+      const qid = pathId('Question', request.params.qid);
+      await deleteQuestion(store, workspaceOf(request), pathId('Form', request.params.id), qid);
       return { success: true, data: { id: qid, deleted: true } };
     },
   });
@@ -116,7 +112,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     config: write,
     schema: { tags: ['Sections'], summary: 'Create a section', params: IdParams, querystring: NoQuery, body: CreateSectionBody, response: responses(201, Ok(SectionSchema)) },
     handler: async (request, reply) => {
-      const formId = idOf('Form', request.params.id);
+      const formId = pathId('Form', request.params.id);
       const section = await createSection(store, workspaceOf(request), formId, { ...request.body, title: checkText('title', request.body.title) });
       reply.code(201).header('location', `/api/v1/forms/${formId}/sections/${section.id}`);
       return { success: true, data: section };
@@ -127,7 +123,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags: ['Sections'], summary: 'Update a section (only the keys given)', params: SectionParams, querystring: NoQuery, body: UpdateSectionBody, response: responses(200, Ok(SectionSchema)) },
     handler: async (request) => {
       const body = request.body;
-      const section = await updateSection(store, workspaceOf(request), idOf('Form', request.params.id), idOf('Section', request.params.sid), {
+      const section = await updateSection(store, workspaceOf(request), pathId('Form', request.params.id), pathId('Section', request.params.sid), {
         ...body,
         ...(body.title !== undefined ? { title: checkText('title', body.title) } : {}),
       });
@@ -138,8 +134,8 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     config: write,
     schema: { tags: ['Sections'], summary: 'Delete a section (its questions stay, without a section; rules that target it go)', params: SectionParams, querystring: NoQuery, response: responses(200, Deleted) },
     handler: async (request) => {
-      const sid = idOf('Section', request.params.sid);
-      await deleteSection(store, workspaceOf(request), idOf('Form', request.params.id), sid);
+      const sid = pathId('Section', request.params.sid);
+      await deleteSection(store, workspaceOf(request), pathId('Form', request.params.id), sid);
       return { success: true, data: { id: sid, deleted: true } };
     },
   });
@@ -148,7 +144,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     config: write,
     schema: { tags: ['Rules'], summary: 'Create a rule (short or full form)', params: IdParams, querystring: NoQuery, body: RuleBody, response: responses(201, Ok(RuleSchema)) },
     handler: async (request, reply) => {
-      const formId = idOf('Form', request.params.id);
+      const formId = pathId('Form', request.params.id);
       const rule = await createRule(store, workspaceOf(request), formId, request.body);
       reply.code(201).header('location', `/api/v1/forms/${formId}/rules/${rule.id}`);
       return { success: true, data: rule };
@@ -159,15 +155,15 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags: ['Rules'], summary: 'Update a rule (either form; sent conditions replace the old ones)', params: RuleParams, querystring: NoQuery, body: RuleBody, response: responses(200, Ok(RuleSchema)) },
     handler: async (request) => ({
       success: true,
-      data: await updateRule(store, workspaceOf(request), idOf('Form', request.params.id), idOf('Rule', request.params.rid), request.body),
+      data: await updateRule(store, workspaceOf(request), pathId('Form', request.params.id), pathId('Rule', request.params.rid), request.body),
     }),
   });
   app.delete<{ Params: Static<typeof RuleParams> }>('/api/v1/forms/:id/rules/:rid', {
     config: write,
     schema: { tags: ['Rules'], summary: 'Delete a rule', params: RuleParams, querystring: NoQuery, response: responses(200, Deleted) },
     handler: async (request) => {
-      const rid = idOf('Rule', request.params.rid);
-      await deleteRule(store, workspaceOf(request), idOf('Form', request.params.id), rid);
+      const rid = pathId('Rule', request.params.rid);
+      await deleteRule(store, workspaceOf(request), pathId('Form', request.params.id), rid);
       return { success: true, data: { id: rid, deleted: true } };
     },
   });
@@ -177,7 +173,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags: ['Rules'], summary: 'Which questions and sections show for given answers', params: IdParams, querystring: NoQuery, body: EvaluateBody, response: responses(200, Ok(EvaluationSchema)) },
     handler: async (request) => {
       const workspaceId = workspaceOf(request);
-      const formId = idOf('Form', request.params.id);
+      const formId = pathId('Form', request.params.id);
       const answers = request.body.answers ?? {};
       const { version } = request.body;
       if (version !== undefined) {

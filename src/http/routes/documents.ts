@@ -6,13 +6,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
 import type { BlobStore, TempBlob } from '../../blobs/store.js';
-import { AppError, invalid, notFound } from '../../domain/errors.js';
-import { isId, newId } from '../../domain/ids.js';
+import { AppError, invalid } from '../../domain/errors.js';
+import { newId } from '../../domain/ids.js';
 import { analyzeUpload, MIME, UnsupportedFileType, type AnalyzeDeps } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
 import { cleanup as cleanupRendition, ConverterBusy } from '../../files/libreoffice.js';
 import { withBlobLock } from '../../store/blob-locks.js';
 import type { Store } from '../../store/db.js';
+import { pathId } from '../params.js';
 import {
   deleteDocument,
   getDocumentRow,
@@ -36,10 +37,7 @@ export interface DocumentRouteDeps extends AnalyzeDeps {
 }
 
 
-export function documentId(id: string): string {
-  if (!isId(id)) throw notFound('Document');
-  return id;
-}
+export const documentId = (id: string): string => pathId('Document', id);
 
 /** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
 export function cleanFilename(raw: string | undefined): string {

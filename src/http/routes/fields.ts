@@ -1,7 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { notFound } from '../../domain/errors.js';
-import { isId } from '../../domain/ids.js';
 import type { Store } from '../../store/db.js';
 import { createFields, deleteField, listDocumentFields, updateField } from '../../store/fields.js';
 import { applyPagination, listEnvelope, paginationQuery } from '../pagination.js';
@@ -11,13 +9,11 @@ import { BulkFieldsBody, CreateFieldBody, DocumentParams, FieldParams, FieldSche
 import { NoQuery } from '../schemas/forms.js';
 import { Type } from 'typebox';
 import { documentId } from './documents.js';
+import { pathId } from '../params.js';
 
 const ListQuery = Type.Object(paginationQuery, { additionalProperties: false });
 
-function fieldId(id: string): string {
-  if (!isId(id)) throw notFound('Field');
-  return id;
-}
+const fieldId = (id: string): string => pathId('Field', id);
 
 export function fieldRoutes(app: FastifyInstance, store: Store): void {
   const tags = ['Document fields'];

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid, notFound } from '../../domain/errors.js';
-import { isId } from '../../domain/ids.js';
 import type { Store } from '../../store/db.js';
+import { pathId } from '../params.js';
 import { loadFormWithContent } from '../../store/form-content.js';
 import { createForm, deleteForm, listForms, toForm, updateForm } from '../../store/forms.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
@@ -29,10 +29,6 @@ function checkTitle(title: string | undefined): string | undefined {
   return trimmed;
 }
 
-function formId(id: string): string {
-  if (!isId(id)) throw notFound('Form');
-  return id;
-}
 
 export function formRoutes(app: FastifyInstance, store: Store): void {
   const tags = ['Forms'];
@@ -64,7 +60,7 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
     schema: { tags, summary: 'Get a form with its sections, questions and rules', params: IdParams, querystring: NoQuery, response: responses(200, Ok(FormWithContent)) },
     handler: async (request) => {
       // The form and its content in one statement: one consistent state, never half of a change.
-      const found = await loadFormWithContent(store, workspaceOf(request), formId(request.params.id));
+      const found = await loadFormWithContent(store, workspaceOf(request), pathId('Form', request.params.id));
       if (!found) throw notFound('Form');
       return { success: true, data: { ...toForm(found.form, found.questionCount), ...found.content } };
     },
@@ -81,7 +77,7 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
       response: responses(200, Ok(Form)),
     },
     handler: async (request) => {
-      const id = formId(request.params.id);
+      const id = pathId('Form', request.params.id);
       const body = request.body;
       checkSettings(body.settings);
       const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) }, keyIdOf(request));
@@ -99,7 +95,7 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
       response: responses(200, Deleted),
     },
     handler: async (request) => {
-      const id = formId(request.params.id);
+      const id = pathId('Form', request.params.id);
       await deleteForm(store.db, workspaceOf(request), id, request.query.permanent === true);
       return { success: true, data: { id, deleted: true } };
     },

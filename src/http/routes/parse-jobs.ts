@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { AppError, notFound } from '../../domain/errors.js';
-import { isId } from '../../domain/ids.js';
+import { AppError } from '../../domain/errors.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { Store } from '../../store/db.js';
+import { pathId } from '../params.js';
 import { applyParseJob, getParseJob, startParseJob, type ParseParams } from '../../store/parse-jobs.js';
 import { workspaceOf } from '../principal.js';
 import { IdParams, Ok, responses } from '../schemas/common.js';
@@ -18,10 +18,6 @@ export interface ParseJobDeps {
   aiConfigured: boolean;
 }
 
-function checkedId(kind: string, id: string): string {
-  if (!isId(id)) throw notFound(kind);
-  return id;
-}
 
 /** `POST /documents/{id}/parse-jobs`, `GET …/{jobId}`, `POST …/{jobId}/apply`. */
 export function parseJobRoutes(app: FastifyInstance, store: Store, deps: ParseJobDeps): void {
@@ -30,7 +26,7 @@ export function parseJobRoutes(app: FastifyInstance, store: Store, deps: ParseJo
     config: { grants: ['documents:write', 'documents:parse_ai'], optionalBody: true },
     schema: { tags, summary: 'Start detecting fields (202; poll the job)', params: IdParams, querystring: NoQuery, body: StartParseJobBody, response: responses(202, Ok(ParseJobSchema)) },
     handler: async (request, reply) => {
-      const documentId = checkedId('Document', request.params.id);
+      const documentId = pathId('Document', request.params.id);
       const requested = request.body.engine ?? 'auto';
       if (requested === 'ai' && !deps.aiConfigured) {
         throw new AppError('ai_not_configured', 'engine "ai" needs an AI endpoint (AI_BASE_URL, AI_API_KEY, AI_MODEL) configured on the server; use "layout" or "auto".');
@@ -47,8 +43,8 @@ export function parseJobRoutes(app: FastifyInstance, store: Store, deps: ParseJo
     config: { grants: ['documents:read'] },
     schema: { tags, summary: 'Poll a parse job', params: ParseJobParams, querystring: NoQuery, response: responses(200, Ok(ParseJobSchema)) },
     handler: async (request) => {
-      const documentId = checkedId('Document', request.params.id);
-      const job = await getParseJob(store.db, workspaceOf(request), documentId, checkedId('Parse job', request.params.jobId));
+      const documentId = pathId('Document', request.params.id);
+      const job = await getParseJob(store.db, workspaceOf(request), documentId, pathId('Parse job', request.params.jobId));
       return { success: true, data: job };
     },
   });
@@ -57,8 +53,8 @@ export function parseJobRoutes(app: FastifyInstance, store: Store, deps: ParseJo
     config: { grants: ['documents:write', 'documents:parse_ai'], optionalBody: true },
     schema: { tags, summary: "Add a completed preview's fields to the draft (once)", params: ParseJobParams, querystring: NoQuery, body: ApplyParseJobBody, response: responses(200, Ok(AppliedFields)) },
     handler: async (request) => {
-      const documentId = checkedId('Document', request.params.id);
-      const jobId = checkedId('Parse job', request.params.jobId);
+      const documentId = pathId('Document', request.params.id);
+      const jobId = pathId('Parse job', request.params.jobId);
       const applied = await applyParseJob(store, workspaceOf(request), documentId, jobId, {
         minConfidence: request.body.minConfidence ?? 0,
         replaceExisting: request.body.replaceExisting ?? false,

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
-import { invalid, notFound } from '../../domain/errors.js';
-import { isId } from '../../domain/ids.js';
+import { invalid } from '../../domain/errors.js';
 import type { Store } from '../../store/db.js';
+import { pathId } from '../params.js';
 import { getRevision, listRevisions, parseVersion, publishDocument, publishForm, type RevisionKind } from '../../store/revisions.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { keyIdOf, workspaceOf } from '../principal.js';
@@ -42,7 +42,7 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
     config: { grants: ['forms:write'], optionalBody: true },
     schema: { tags: ['Forms'], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(PublishedForm)) },
     handler: async (request, reply) => {
-      const id = checkedId('Form', request.params.id);
+      const id = pathId('Form', request.params.id);
       const published = await publishForm(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });
       reply.code(201).header('location', `/api/v1/forms/${id}/revisions/${published.revision.version}`);
       return { success: true, data: published };
@@ -53,7 +53,7 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
     config: { grants: ['documents:write'], optionalBody: true },
     schema: { tags: ['Documents'], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(PublishedDocument)) },
     handler: async (request, reply) => {
-      const id = checkedId('Document', request.params.id);
+      const id = pathId('Document', request.params.id);
       const published = await publishDocument(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });
       reply.code(201).header('location', `/api/v1/documents/${id}/revisions/${published.revision.version}`);
       return { success: true, data: published };
@@ -66,7 +66,7 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
       schema: { tags: [tag, 'Revisions'], summary: `List the revisions of a ${kind}, newest first`, params: IdParams, querystring: ListRevisionsQuery, response: responses(200, OkList(Revision)) },
       handler: async (request) => {
         const page = applyPagination(request.query);
-        const { items, total } = await listRevisions(store.db, kind as RevisionKind, workspaceOf(request), checkedId(label, request.params.id), page);
+        const { items, total } = await listRevisions(store.db, kind as RevisionKind, workspaceOf(request), pathId(label, request.params.id), page);
         return listEnvelope(items, total, page);
       },
     });
@@ -75,17 +75,13 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
       config: { grants: ['revisions:read'] },
       schema: { tags: [tag, 'Revisions'], summary: `Get one revision of a ${kind} with its snapshot`, params: RevisionParams, querystring: NoQuery, response: responses(200, Ok(WithSnapshot)) },
       handler: async (request, reply) => {
-        const { revision, snapshot } = await getRevision(store.db, kind as RevisionKind, workspaceOf(request), checkedId(label, request.params.id), parseVersion(request.params.version));
+        const { revision, snapshot } = await getRevision(store.db, kind as RevisionKind, workspaceOf(request), pathId(label, request.params.id), parseVersion(request.params.version));
         return sendWithSnapshot(reply, revision, snapshot);
       },
     });
   }
 }
 
-function checkedId(kind: string, id: string): string {
-  if (!isId(id)) throw notFound(kind);
-  return id;
-}
 
 /**
  * The revision with its snapshot spliced in as stored: the snapshot is served byte for byte as it
