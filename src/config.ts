@@ -1,5 +1,6 @@
 import net from 'node:net';
 import path from 'node:path';
+import type { AiConfig } from './detect/ai.js';
 
 /** The one typed, validated configuration. Nothing else in the service reads `process.env`. */
 export interface Config {
@@ -28,6 +29,8 @@ export interface Config {
   jobLeaseMs: number;
   /** How long a stopping worker (SIGTERM) lets its running job finish before handing it back. */
   workerGraceMs: number;
+  /** The OpenAI-compatible endpoint of the `ai` detection engine; `null` when `AI_BASE_URL` is unset. */
+  ai: AiConfig | null;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -93,6 +96,21 @@ function trustProxy(env: Env): false | number | string {
   return parts.join(',');
 }
 
+function ai(env: Env): AiConfig | null {
+  // Checked even without AI_BASE_URL, so that a typo stops start-up instead of waiting for the day the endpoint is set.
+  const timeoutMs = integer(env, 'AI_TIMEOUT_MS', 30_000, 100, 600_000);
+  const maxRetries = integer(env, 'AI_MAX_RETRIES', 2, 0, 10);
+  const raw = url(env, 'AI_BASE_URL', ['http://', 'https://']);
+  if (raw === null) return null;
+  const parsed = new URL(raw);
+  // The key goes in AI_API_KEY (sent as a bearer token), never in the URL: warnings and logs may name the URL's host.
+  if (parsed.username || parsed.password) throw new ConfigError('AI_BASE_URL', 'must not hold a user name or password (put the key in AI_API_KEY)');
+  if (parsed.search || parsed.hash) throw new ConfigError('AI_BASE_URL', `must not have a query or fragment: /chat/completions is added to it (e.g. http://127.0.0.1:8080/v1)`);
+  const model = read(env, 'AI_MODEL');
+  if (model === undefined) throw new ConfigError('AI_MODEL', 'is required when AI_BASE_URL is set: the model name the endpoint serves');
+  return { baseUrl: raw.replace(/\/+$/, ''), apiKey: read(env, 'AI_API_KEY') ?? null, model, timeoutMs, maxRetries };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -111,5 +129,6 @@ export function loadConfig(env: Env = process.env): Config {
     soffice: read(env, 'SOFFICE_PATH') ?? 'auto',
     jobLeaseMs: integer(env, 'JOB_LEASE_MS', 30_000, 1_000, 3_600_000),
     workerGraceMs: integer(env, 'WORKER_STOP_GRACE_MS', 10_000, 0, 3_600_000),
+    ai: ai(env),
   };
 }

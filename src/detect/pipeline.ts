@@ -1,27 +1,46 @@
+import { AnnotationMode } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';
 import { detectAcroform, type WidgetAnnotation } from './acroform.js';
+import { refineWithAi, type AiConfig, type AiPageInput } from './ai.js';
 import { iou, type PageView } from './geometry.js';
+import { calibrated, pageCandidates, toField } from './layout.js';
+import { readPage, type TextContentItem } from './layout-page.js';
 import { detectTextTags, type TextItem } from './text-tags.js';
 import type { DetectedField, DetectionResult, Source } from './types.js';
 
 export interface DetectOptions {
   /** Pages done so far of all pages, after each page. */
   onProgress?: (done: number, total: number) => void;
+  /** `layout` (default) or `ai`: the layout candidates reviewed by the configured model. */
+  engine?: 'layout' | 'ai';
+  /** The model for `engine: "ai"`; without one the layout result stands, with a warning. */
+  ai?: AiConfig | null;
+  /** Stops the AI requests of a job that is being stopped. */
+  signal?: AbortSignal;
+  /** For tests of the AI engine. */
+  fetch?: typeof fetch;
 }
 
 /** Sources in the order they win when two find the same box. */
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
 
 /**
- * Reads every page once (its view, widget annotations and text runs), runs the exact detectors
- * (`acroform`, `text_tag`) and merges their fields: a box that another source found already on
- * the same page (IoU ≥ 0.5) is a duplicate and dropped, the more exact source winning.
+ * Reads every page once (its view, widget annotations, text and drawing), runs the exact
+ * detectors (`acroform`, `text_tag`) and the layout detector, and merges their fields: a box that
+ * another source found already on the same page (IoU ≥ 0.5) is a duplicate and dropped, the more
+ * exact source winning. Layout fields are kept only on pages where no exact source found a field:
+ * a page with form widgets or text tags already says where its fields are. With `engine: "ai"`,
+ * the layout candidates of each page are reviewed by the configured model.
  */
 export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions = {}): Promise<DetectionResult> {
   const started = performance.now();
   const total = doc.numPages;
   const annotated = [];
   const texts = [];
+  const layout: DetectedField[] = [];
+  const aiPages: AiPageInput[] = [];
+  const wantAi = options.engine === 'ai';
+  options.onProgress?.(0, total);
   for (let pageNumber = 1; pageNumber <= total; pageNumber++) {
     const page = await doc.getPage(pageNumber);
     const viewport = page.getViewport({ scale: 1 });
@@ -38,12 +57,42 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     if (items.some((i) => i.str.includes('{')) && items.map((i) => i.str).join('').includes('{{')) {
       texts.push({ pageNumber, view, items: items.map((i) => ({ str: i.str, transform: i.transform as number[], width: i.width })) });
     }
+    // A page with widgets or tags says where its fields are: no layout detection there.
+    if (annotations.some((a) => a.subtype === 'Widget') || texts.at(-1)?.pageNumber === pageNumber) {
+      page.cleanup();
+      options.onProgress?.(pageNumber, total);
+      continue;
+    }
+    // The printed page only: widget appearances are the acroform detector's.
+    const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
+    const graphics = readPage(viewport, operators, items as unknown as TextContentItem[]);
+    const fields: DetectedField[] = [];
+    for (const candidate of pageCandidates(graphics)) {
+      const field = toField(candidate, pageNumber, graphics, calibrated(candidate));
+      if (field) fields.push(field);
+    }
+    layout.push(...fields);
+    if (wantAi && fields.length) {
+      const text = graphics.words.map((w) => ({
+        str: w.str,
+        rect: { x: w.x / graphics.width, y: w.y / graphics.height, width: w.w / graphics.width, height: w.h / graphics.height },
+      }));
+      aiPages.push({ pageNumber, text, candidates: fields });
+    }
     page.cleanup();
     options.onProgress?.(pageNumber, total);
   }
   const skipped: Record<string, number> = {};
   const warnings: string[] = [];
-  const found = [...detectAcroform(annotated, skipped), ...detectTextTags(texts, warnings)];
+  const exact = [...detectAcroform(annotated, skipped), ...detectTextTags(texts, warnings)];
+  const exactPages = new Set(exact.map((f) => f.pageNumber));
+  let detected = layout.filter((f) => !exactPages.has(f.pageNumber));
+  if (wantAi) {
+    const pages = aiPages.filter((p) => !exactPages.has(p.pageNumber));
+    if (!options.ai) warnings.push('ai: no AI endpoint is configured; the layout result is used');
+    else if (pages.length) detected = await refineWithAi(pages, options.ai, warnings, { signal: options.signal, fetch: options.fetch });
+  }
+  const found = [...exact, ...detected];
   const { fields, duplicates } = mergeSources(found);
   const counts: Partial<Record<Source, number>> = {};
   for (const field of found) counts[field.source] = (counts[field.source] ?? 0) + 1;

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import type { ThreadMessage } from './thread.js';
+import type { AiConfig } from './ai.js';
+import type { ThreadInput, ThreadMessage } from './thread.js';
 import type { DetectionResult } from './types.js';
 
 /** Why a detection did not give a result; `final` when trying again cannot help. */
@@ -19,6 +20,9 @@ export interface RunOptions {
   onProgress?: (done: number, total: number) => void;
   /** Aborting stops the thread at once (the caller hands the job back). */
   signal?: AbortSignal;
+  /** `layout` (default) or `ai` (the layout candidates reviewed by the model in `ai`). */
+  engine?: 'layout' | 'ai';
+  ai?: AiConfig | null;
 }
 
 /** A thread body that registers tsx and then imports `entry` (running from source only). */
@@ -42,7 +46,7 @@ export function detectInThread(data: Uint8Array, options: RunOptions = {}): Prom
   const entry = new URL(fromSource ? './thread.ts' : './thread.js', import.meta.url);
   const worker = new Worker(fromSource ? bootstrap(entry) : entry, {
     ...(fromSource ? { eval: true } : {}),
-    workerData: { data },
+    workerData: { data, engine: options.engine ?? 'layout', ai: options.ai ?? null } satisfies ThreadInput,
     transferList: [data.buffer as ArrayBuffer],
     resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
   });

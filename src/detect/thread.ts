@@ -1,10 +1,12 @@
 /**
  * Runs in a worker thread (see runner.ts): opens the PDF bytes it is given with pdf.js and runs
- * the detection pipeline, reporting progress after each page.
+ * the detection pipeline, reporting progress after each page. With `engine: "ai"` the thread
+ * also makes the AI requests (they are I/O; stopping the thread stops them).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { MAX_PAGES } from '../files/limits.js';
+import type { AiConfig } from './ai.js';
 import { detectFields } from './pipeline.js';
 import type { DetectionResult } from './types.js';
 
@@ -15,7 +17,13 @@ export type ThreadMessage =
 
 const post = (message: ThreadMessage) => parentPort!.postMessage(message);
 
-async function run(data: Uint8Array): Promise<void> {
+export interface ThreadInput {
+  data: Uint8Array;
+  engine: 'layout' | 'ai';
+  ai: AiConfig | null;
+}
+
+async function run({ data, engine, ai }: ThreadInput): Promise<void> {
   const task = pdfjs.getDocument({ data, stopAtErrors: false, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 });
   let doc;
   try {
@@ -31,13 +39,13 @@ async function run(data: Uint8Array): Promise<void> {
       post({ type: 'error', unreadable: true, message: `the PDF has ${doc.numPages} pages; at most ${MAX_PAGES} are read` });
       return;
     }
-    const result = await detectFields(doc, { onProgress: (done, total) => post({ type: 'progress', done, total }) });
+    const result = await detectFields(doc, { engine, ai, onProgress: (done, total) => post({ type: 'progress', done, total }) });
     post({ type: 'result', result });
   } finally {
     await task.destroy();
   }
 }
 
-run((workerData as { data: Uint8Array }).data).catch((error: unknown) =>
+run(workerData as ThreadInput).catch((error: unknown) =>
   post({ type: 'error', unreadable: false, message: (error as Error).message ?? String(error) }),
 );

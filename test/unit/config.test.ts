@@ -19,6 +19,7 @@ describe('configuration', () => {
       soffice: 'auto',
       jobLeaseMs: 30_000,
       workerGraceMs: 10_000,
+      ai: null,
     });
   });
 
@@ -76,6 +77,38 @@ describe('configuration', () => {
       assert.throws(
         () => loadConfig(env),
         (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(variable),
+        JSON.stringify(env),
+      );
+    }
+  });
+
+  it('reads the AI endpoint settings', () => {
+    assert.equal(loadConfig({ AI_MODEL: 'm', AI_API_KEY: 'k' }).ai, null, 'no endpoint without AI_BASE_URL');
+    assert.deepEqual(loadConfig({ AI_BASE_URL: 'http://127.0.0.1:8080/v1/', AI_MODEL: 'qwen2.5-7b' }).ai, {
+      baseUrl: 'http://127.0.0.1:8080/v1',
+      apiKey: null,
+      model: 'qwen2.5-7b',
+      timeoutMs: 30_000,
+      maxRetries: 2,
+    });
+    assert.deepEqual(
+      loadConfig({ AI_BASE_URL: 'https://api.example.com/v1', AI_MODEL: 'gpt-x', AI_API_KEY: ' sk-1 ', AI_TIMEOUT_MS: '5000', AI_MAX_RETRIES: '0' }).ai,
+      { baseUrl: 'https://api.example.com/v1', apiKey: 'sk-1', model: 'gpt-x', timeoutMs: 5000, maxRetries: 0 },
+    );
+    const bad: Array<[Record<string, string>, string]> = [
+      [{ AI_BASE_URL: 'http://127.0.0.1:8080/v1' }, 'AI_MODEL'],
+      [{ AI_BASE_URL: 'ftp://host/v1', AI_MODEL: 'm' }, 'AI_BASE_URL'],
+      [{ AI_BASE_URL: 'not a url', AI_MODEL: 'm' }, 'AI_BASE_URL'],
+      [{ AI_BASE_URL: 'http://user:secret@host/v1', AI_MODEL: 'm' }, 'AI_BASE_URL'],
+      [{ AI_BASE_URL: 'http://host/v1?x=1', AI_MODEL: 'm' }, 'AI_BASE_URL'],
+      [{ AI_BASE_URL: 'http://host/v1', AI_MODEL: 'm', AI_TIMEOUT_MS: 'soon' }, 'AI_TIMEOUT_MS'],
+      [{ AI_TIMEOUT_MS: '0' }, 'AI_TIMEOUT_MS'],
+      [{ AI_BASE_URL: 'http://host/v1', AI_MODEL: 'm', AI_MAX_RETRIES: '11' }, 'AI_MAX_RETRIES'],
+    ];
+    for (const [env, variable] of bad) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.variable === variable && !error.message.includes('secret'),
         JSON.stringify(env),
       );
     }

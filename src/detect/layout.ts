@@ -1,0 +1,486 @@
+/**
+ * The layout detector: fields of a printed page, found from its drawn rules and boxes and its
+ * text (see layout-page.ts for how a page is read). No model, no per-document settings: the same
+ * rules for every page.
+ *
+ * Kinds of field it finds:
+ * - cells: the space above a horizontal rule, up to the rule above it (a table cell, a box) or,
+ *   with nothing above, a line's height (a fill-in line); split where vertical rules cross;
+ *   a printed label at the top of a cell is left out of its box;
+ * - comb fields: a row of three or more narrow cells of one size, as one field;
+ * - underscore runs typed as text (`Name ________`);
+ * - check boxes: small squares and circles (drawn), and check box glyphs (☐ □ ❑ …);
+ * and none where the space is taken: cells holding printed text (a table of values), shaded
+ * cells, rules under words (underlines), the page's frame, rules too short or too long to write on.
+ */
+import { defaultLabel, type FieldType } from '../domain/fields.js';
+import { CHECK_GLYPHS, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
+import type { DetectedField, Rect } from './types.js';
+
+/** A field found on a page, in page points, before it becomes a DetectedField. */
+export interface Candidate extends Box {
+  kind: 'cell' | 'cell-top' | 'cell-left' | 'line' | 'comb' | 'underscore' | 'square' | 'glyph';
+  type: FieldType;
+  label: string;
+  /** 0..1 before calibration. */
+  score: number;
+  /** For squares: a circle or an oval (a radio button). */
+  round?: boolean;
+  /** For cells: the whole cell, between its rules (the field may be part of it). */
+  frame?: { x1: number; x2: number; top: number; bottom: number };
+}
+
+const MIN_WIDTH = 14;
+const MIN_HEIGHT = 6;
+/** A cell taller than this is a text area (long text) only when empty; else not a cell. */
+const MAX_CELL_HEIGHT = 160;
+const CHECK_MIN = 4.5;
+const CHECK_MAX = 16;
+
+/** Collinear rules that touch or overlap become one (per row, sorted). */
+export function mergeSegments(segments: readonly Segment[], gap = 1.2): Segment[] {
+  const sorted = [...segments].sort((p, q) => p.at - q.at || p.a - q.a);
+  const out: Segment[] = [];
+  let rowStart = 0;
+  for (let i = 0; i <= sorted.length; i++) {
+    if (i < sorted.length && i > rowStart && Math.abs(sorted[i]!.at - sorted[rowStart]!.at) <= 0.8) continue;
+    const row = sorted.slice(rowStart, i).sort((p, q) => p.a - q.a);
+    let current: Segment | null = null;
+    for (const s of row) {
+      if (current && s.a <= current.b + gap) {
+        current.b = Math.max(current.b, s.b);
+        current.width = Math.max(current.width, s.width);
+      } else {
+        if (current) out.push(current);
+        current = { ...s };
+      }
+    }
+    if (current) out.push(current);
+    rowStart = i;
+  }
+  return out;
+}
+
+const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
+
+/** Words of a box (their centre inside it). */
+function wordsIn(words: readonly Word[], x1: number, y1: number, x2: number, y2: number): Word[] {
+  const out: Word[] = [];
+  for (const w of words) {
+    const cx = w.x + w.w / 2;
+    const cy = w.y + w.h / 2;
+    if (cx > x1 && cx < x2 && cy > y1 && cy < y2) out.push(w);
+  }
+  return out;
+}
+
+/** Words that overlap a box by at least `share` of their own area. */
+function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
+  return words.filter((w) => overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h);
+}
+
+const isLeader = (s: string) => /^[.\u2026·_\-–—:\s]+$/.test(s);
+const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
+const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
+
+/** The detector's view of one page, with spatial lookups. */
+class PageIndex {
+  readonly horizontal: Segment[];
+  readonly vertical: Segment[];
+  readonly words: Word[];
+  readonly shaded: Shape[];
+  readonly lineHeight: number;
+
+  constructor(readonly page: PageGraphics) {
+    const long = (s: Segment) => s.b - s.a >= 3;
+    this.horizontal = mergeSegments(page.horizontal).filter(long);
+    this.vertical = mergeSegments(page.vertical).filter(long);
+    this.words = page.words.filter((w) => w.w > 0 && w.h > 0);
+    // Grey areas mark space that is not to be written on (or decoration); white and near-white do not.
+    this.shaded = page.shapes.filter((s) => s.filled && !s.round && s.fillLevel < 0.93 && s.w > 6 && s.h > 4);
+    const sizes = this.words.filter((w) => !isLeader(w.str)).map((w) => w.size).sort((a, b) => a - b);
+    this.lineHeight = sizes.length ? Math.min(14, Math.max(7, sizes[Math.floor(sizes.length / 2)]!)) : 10;
+  }
+
+  /** The nearest horizontal rule above `y` (strictly) that spans most of x1..x2. */
+  ceiling(x1: number, x2: number, y: number, maxRise: number): number | null {
+    let best: number | null = null;
+    for (const s of this.horizontal) {
+      if (s.at >= y - 2 || s.at < y - maxRise) continue;
+      if (overlap(s.a, s.b, x1, x2) < 0.6 * (x2 - x1)) continue;
+      if (best === null || s.at > best) best = s.at;
+    }
+    return best;
+  }
+
+  shadedShare(b: Box): number {
+    let covered = 0;
+    for (const s of this.shaded) covered += overlap(s.x, s.x + s.w, b.x, b.x + b.w) * overlap(s.y, s.y + s.h, b.y, b.y + b.h);
+    return covered / Math.max(1e-6, b.w * b.h);
+  }
+}
+
+/** The label of a check box: the words on its right on the same line, else on its left. */
+function checkLabel(index: PageIndex, b: Box): string {
+  const mid = b.y + b.h / 2;
+  const row = index.words.filter((w) => Math.abs(w.y + w.h / 2 - mid) < Math.max(b.h, w.h) * 0.6 && !isLeader(w.str) && !isCheckGlyph(w.str));
+  const right = row.filter((w) => w.x >= b.x + b.w - 1 && w.x - (b.x + b.w) < 40).sort((p, q) => p.x - q.x);
+  const pick = right.length ? right : row.filter((w) => w.x + w.w <= b.x + 1 && b.x - (w.x + w.w) < 40).sort((p, q) => q.x - p.x);
+  if (!pick.length) return '';
+  // The phrase: words that follow each other closely, up to the next box.
+  const words = [pick[0]!];
+  for (const w of pick.slice(1)) {
+    const prev = words[words.length - 1]!;
+    if (Math.abs(w.x - (prev.x + prev.w)) > prev.size * 1.5 && Math.abs(prev.x - (w.x + w.w)) > prev.size * 1.5) break;
+    words.push(w);
+  }
+  return (right.length ? words : words.reverse()).map((w) => w.str).join(' ');
+}
+
+/** The label of a box: words at its top inside, else on its left on the same line, else above. */
+function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
+  const line = (seed: Word, pool: readonly Word[]) => {
+    // The seed and its neighbours on the same text line, in reading order.
+    const mid = seed.y + seed.h / 2;
+    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45 && !isLeader(w.str)).sort((p, q) => p.x - q.x);
+    const at = row.indexOf(seed);
+    let lo = at;
+    let hi = at;
+    while (lo > 0 && row[lo]!.x - (row[lo - 1]!.x + row[lo - 1]!.w) < seed.size * 2.5) lo--;
+    while (hi < row.length - 1 && row[hi + 1]!.x - (row[hi]!.x + row[hi]!.w) < seed.size * 2.5) hi++;
+    return row.slice(lo, hi + 1).map((w) => w.str).join(' ');
+  };
+  const text = inside.filter((w) => !isLeader(w.str));
+  if (text.length) {
+    const first = [...text].sort((p, q) => p.y - q.y || p.x - q.x)[0]!;
+    return line(first, text);
+  }
+  // Left on the same line: the nearest word ending before the box.
+  const bottom = b.y + b.h;
+  let left: Word | null = null;
+  for (const w of index.words) {
+    if (isLeader(w.str) || isCheckGlyph(w.str)) continue;
+    const wx2 = w.x + w.w;
+    if (wx2 > b.x + 2 || b.x - wx2 > 250) continue;
+    const wy = w.y + w.h / 2;
+    if (wy < b.y - 2 || wy > bottom + 2) continue;
+    if (!left || wx2 > left.x + left.w) left = w;
+  }
+  if (left) {
+    const phrase = line(left, index.words.filter((w) => w.x + w.w <= b.x + 2));
+    if (/[a-z]{2}/i.test(phrase)) return phrase;
+  }
+  // Above: the nearest word whose line sits just over the box, overlapping it.
+  let above: Word | null = null;
+  for (const w of index.words) {
+    if (isLeader(w.str)) continue;
+    const gapY = b.y - (w.y + w.h);
+    if (gapY < -2 || gapY > 14) continue;
+    if (overlap(w.x, w.x + w.w, b.x - 4, b.x + b.w) <= 0) continue;
+    if (!above || w.y > above.y || (w.y === above.y && w.x < above.x)) above = w;
+  }
+  if (above) return line(above, index.words);
+  return left ? line(left, index.words) : '';
+}
+
+const SIGNATURE = /signature|\bsign here\b|\bsigned\b|unterschrift|\bfirma\b|\bsign[ée]e?\b|подпись|handtekening|assinatura|\bpodpis|\bfirme\b/i;
+const INITIALS = /\binitials\b|\binitial here\b|paraphe|\bkürzel\b/i;
+const DATE = /\bdate\b|\bdated\b|\bdatum\b|\bfecha\b|\bdata\b|\bdob\b|birth|geburt|naissance|mm\s*\/\s*dd|dd\s*\/\s*mm|jj\s*\/\s*mm|\btt\.mm|дата/i;
+const EMAIL = /e-?mail|courriel|\bmail address/i;
+const PHONE = /phone|\btel\b|\btel\.|telefon|téléphone|\bfax\b|mobile|\bcell\b|телефон/i;
+const NUMBER = /amount|\btotal\b|\bsum\b|\$|€|£|\bbetrag|\bmontant|\bnumber of\b|\bno\. of\b|percent|%|\bquantity\b|\bqty\b|\bdollars?\b|\bprice\b|\bfee\b|\bcost\b/i;
+
+/** A field type from a label and the box's shape. */
+export function typeFor(label: string, b: Box, lineHeight: number): FieldType {
+  if (SIGNATURE.test(label) && !/\bdate\b/i.test(label.replace(SIGNATURE, ''))) return 'digital_signature';
+  if (SIGNATURE.test(label)) return 'digital_signature';
+  if (INITIALS.test(label)) return 'initials';
+  if (EMAIL.test(label)) return 'email';
+  if (PHONE.test(label)) return 'phone';
+  if (DATE.test(label)) return 'date';
+  if (b.h >= Math.max(30, lineHeight * 2.8) && b.w >= 80) return 'long_text';
+  if (NUMBER.test(label)) return 'number';
+  return 'short_text';
+}
+
+/**
+ * Every candidate of a page, in page points.
+ */
+export function pageCandidates(page: PageGraphics): Candidate[] {
+  const index = new PageIndex(page);
+  const out: Candidate[] = [];
+  const { width: W, height: H } = page;
+  const lh = index.lineHeight;
+  const writeHeight = Math.min(22, Math.max(11, lh * 1.7));
+  // Combs drawn as rows of separate small boxes: one field over the row.
+  const combed = new Set<Shape>();
+  const smalls = page.shapes
+    .filter((s) => !s.round && s.stroked && s.w >= 4 && s.w <= 26 && s.h >= 6 && s.h <= 30)
+    .sort((p, q) => p.y - q.y || p.x - q.x);
+  for (let i = 0; i < smalls.length; ) {
+    const row = [smalls[i]!];
+    let j = i + 1;
+    for (; j < smalls.length; j++) {
+      const prev = row[row.length - 1]!;
+      const s = smalls[j]!;
+      if (Math.abs(s.y - prev.y) > 1 || Math.abs(s.h - prev.h) > 1) break;
+      const gap = s.x - (prev.x + prev.w);
+      if (gap < -1 || gap > Math.min(4, 0.5 * prev.w) || Math.abs(s.w - prev.w) > 0.35 * prev.w + 1) {
+        // Not part of this row; it may start the next one.
+        break;
+      }
+      row.push(s);
+    }
+    if (row.length >= 3) {
+      const first = row[0]!;
+      const last = row[row.length - 1]!;
+      const b = { x: first.x, y: first.y, w: last.x + last.w - first.x, h: first.h };
+      for (const s of row) combed.add(s);
+      const label = labelFor(index, b, []);
+      out.push({ ...b, kind: 'comb', type: typeFor(label, b, index.lineHeight), label, score: 0.8 });
+    }
+    i = j;
+  }
+  // Check boxes: their edges are rules too, and must not become cells.
+  const squares: Box[] = [...combed];
+  for (const s of page.shapes) {
+    if (combed.has(s)) continue;
+    if (s.w < CHECK_MIN || s.h < CHECK_MIN || s.w > CHECK_MAX || s.h > CHECK_MAX) continue;
+    // Squares, and circles or ovals (radio buttons).
+    if (Math.abs(s.w - s.h) > (s.round ? 0.45 : 0.25) * Math.max(s.w, s.h)) continue;
+    // Filled dark shapes are bullets, not boxes to tick.
+    if (s.filled && !s.stroked && s.fillLevel < 0.9) continue;
+    if (squares.some((q) => Math.abs(q.x - s.x) < 1.5 && Math.abs(q.y - s.y) < 1.5)) continue;
+    // Text inside is a printed character in a box (a line number), not a box to tick.
+    if (wordsOver(index.words, s, 0.5).some((w) => !isCheckGlyph(w.str))) continue;
+    squares.push(s);
+    out.push({ x: s.x, y: s.y, w: s.w, h: s.h, kind: 'square', type: 'checkbox', label: '', score: 0.85, round: s.round });
+  }
+  for (const w of index.words) {
+    if (!isCheckGlyph(w.str)) continue;
+    const side = Math.max(4, w.size * 0.75);
+    out.push({ x: w.x, y: w.y + w.h * 0.8 - side, w: side, h: side, kind: 'glyph', type: 'checkbox', label: '', score: 0.9 });
+  }
+  const inSquare = (x: number, y: number) => squares.some((q) => x >= q.x - 1 && x <= q.x + q.w + 1 && y >= q.y - 1 && y <= q.y + q.h + 1);
+  const horizontal = index.horizontal.filter((s) => !(inSquare(s.a, s.at) && inSquare(s.b, s.at)));
+  const vertical = index.vertical.filter((s) => !(inSquare(s.at, s.a) && inSquare(s.at, s.b)));
+
+  // Cells and fill-in lines: the space above each horizontal rule.
+  for (const rule of horizontal) {
+    const len = rule.b - rule.a;
+    if (len < MIN_WIDTH) continue;
+    // The page's frame and rules across the whole page are structure (but their pieces between
+    // verticals can still be cells, so only whole-page rules with nothing crossing them go).
+    const cuts = vertical
+      .filter((v) => v.at > rule.a + 1.5 && v.at < rule.b - 1.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5)
+      .map((v) => v.at)
+      .sort((p, q) => p - q);
+    const xs = [rule.a, ...cuts, rule.b];
+    const pieces: Array<{ x1: number; x2: number; top: number | null }> = [];
+    for (let k = 1; k < xs.length; k++) {
+      const x1 = xs[k - 1]!;
+      const x2 = xs[k]!;
+      if (x2 - x1 < 3) continue;
+      pieces.push({ x1, x2, top: index.ceiling(x1, x2, rule.at, MAX_CELL_HEIGHT) });
+    }
+    // Comb fields: three or more narrow pieces of one width and one top, side by side.
+    const merged: Array<{ x1: number; x2: number; top: number | null; comb: boolean }> = [];
+    for (let k = 0; k < pieces.length; ) {
+      const p = pieces[k]!;
+      let j = k;
+      if (p.x2 - p.x1 < 24 && p.top !== null) {
+        while (
+          j + 1 < pieces.length &&
+          pieces[j + 1]!.x2 - pieces[j + 1]!.x1 < 24 &&
+          Math.abs(pieces[j + 1]!.x1 - pieces[j]!.x2) < 1 &&
+          pieces[j + 1]!.top !== null &&
+          Math.abs(pieces[j + 1]!.top! - p.top) < 1.5
+        ) j++;
+      }
+      if (j - k >= 2) {
+        merged.push({ x1: p.x1, x2: pieces[j]!.x2, top: p.top, comb: true });
+      } else {
+        for (let q = k; q <= j; q++) merged.push({ ...pieces[q]!, comb: false });
+      }
+      k = j + 1;
+    }
+    for (const piece of merged) {
+      const candidate = cellAbove(index, piece.x1, piece.x2, rule, piece.top, writeHeight, piece.comb);
+      if (candidate) out.push(candidate);
+    }
+  }
+
+  // Underscore runs typed as text.
+  for (const w of index.words) {
+    if (!/^_{3,}$/.test(w.str) || w.w < MIN_WIDTH) continue;
+    const base = w.y + w.h * 0.8 + w.size * 0.1;
+    const b = { x: w.x, y: base - writeHeight, w: w.w, h: writeHeight };
+    const label = labelFor(index, b, []);
+    out.push({ ...b, kind: 'underscore', type: typeFor(label, b, lh), label, score: label ? 0.8 : 0.6 });
+  }
+  for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
+  return dedupe(joinCents(dropHeaders(out)).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
+}
+
+/**
+ * The field above a piece of a rule: up to the rule above (`top`), without the label printed at
+ * the top of the cell, or, with no rule above, a line's height. `null` when the space holds
+ * printed text, is shaded, or is not the size of a field.
+ */
+function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top: number | null, writeHeight: number, comb: boolean): Candidate | null {
+  const width = x2 - x1;
+  if (width < MIN_WIDTH) return null;
+  const bottom = rule.at - rule.width / 2;
+  const lh = index.lineHeight;
+  if (top === null) {
+    // An open fill-in line. Long, lonely rules across the page are separators, not lines to write on.
+    if (width > index.page.width * 0.75) return null;
+    const b = { x: x1, y: bottom - writeHeight, w: width, h: writeHeight };
+    const over = wordsOver(index.words, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3).filter((w) => !isLeader(w.str));
+    // Text standing on the rule: an underline, or a printed value on a line.
+    if (over.length) return null;
+    if (index.shadedShare(b) > 0.5) return null;
+    const label = labelFor(index, b, []);
+    if (!label) return null;
+    return { ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 };
+  }
+  const cellTop = top;
+  const height = bottom - cellTop;
+  if (height < MIN_HEIGHT) return null;
+  const cell = { x: x1, y: cellTop, w: width, h: height };
+  if (index.shadedShare(cell) > 0.4) return null;
+  const inside = wordsOver(index.words, { x: x1, y: cellTop, w: width, h: height }, 0.5).filter((w) => !isLeader(w.str));
+  // Where writing can go: below the words at the top of the cell.
+  let y1 = cellTop + 1;
+  let x = x1;
+  let kind: Candidate['kind'] = comb ? 'comb' : 'cell';
+  let score = comb ? 0.8 : 0.75;
+  if (inside.length) {
+    const textBottom = Math.max(...inside.map((w) => w.y + w.h));
+    const textTop = Math.min(...inside.map((w) => w.y));
+    const room = bottom - textBottom;
+    if (room >= Math.max(MIN_HEIGHT, lh * 0.9) && textTop - cellTop < height * 0.5) {
+      // A label at the top, space below it.
+      y1 = textBottom + 0.5;
+      kind = 'cell-top';
+      score = 0.8;
+    } else {
+      // Words down to the bottom: a label on the left of the space, or printed content.
+      const lastRight = Math.max(...inside.map((w) => w.x + w.w));
+      const textShare = inside.reduce((sum, w) => sum + w.w * w.h, 0) / (width * height);
+      if (x2 - lastRight >= Math.max(40, width * 0.35) && textShare < 0.35 && height <= lh * 3) {
+        x = lastRight + 2;
+        kind = 'cell-left';
+        score = 0.55;
+      } else {
+        return null;
+      }
+    }
+  }
+  const b = { x, y: y1, w: x2 - x, h: bottom - y1 };
+  if (b.h < MIN_HEIGHT || b.w < MIN_WIDTH) return null;
+  // A cell two or more lines tall that is not wide enough for a text area is written on its
+  // bottom line (a row whose printed description runs over two lines).
+  if (b.h > writeHeight * 1.9 && !(b.w >= 150 && b.h >= 36)) {
+    b.y = bottom - writeHeight;
+    b.h = writeHeight;
+  }
+  if (b.h > MAX_CELL_HEIGHT) return null;
+  // A tall empty cell much taller than wide is a column of a table, not a field.
+  if (b.h > 3 * b.w && b.h > 40) return null;
+  const label = labelFor(index, b, inside);
+  if (!label) score -= 0.15;
+  const type = typeFor(label, b, lh);
+  if (b.h > 60) score -= 0.1;
+  return { ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at } };
+}
+
+/**
+ * Amounts with cents: a narrow empty cell right after a wider empty cell of the same row is the
+ * cents part of one amount; the two are one field.
+ */
+function joinCents(candidates: Candidate[]): Candidate[] {
+  const near = (a: number, b: number) => Math.abs(a - b) < 2.5;
+  const dropped = new Set<Candidate>();
+  for (const c of candidates) {
+    if (c.kind !== 'cell' || !c.frame || c.frame.x2 - c.frame.x1 >= 26) continue;
+    const f = c.frame;
+    const left = candidates.find(
+      (l) => l !== c && !dropped.has(l) && (l.kind === 'cell' || l.kind === 'cell-top') && l.frame && near(l.frame.x2, f.x1) && near(l.frame.top, f.top) && near(l.frame.bottom, f.bottom) && l.frame.x2 - l.frame.x1 > 2 * (f.x2 - f.x1),
+    );
+    if (!left) continue;
+    left.w = c.x + c.w - left.x;
+    left.frame = { ...left.frame!, x2: f.x2 };
+    dropped.add(c);
+  }
+  return candidates.filter((c) => !dropped.has(c));
+}
+
+/**
+ * Table headers: a cell with printed text is a header, not a field, when the cell under it (its
+ * column) or on its right (its row) is an empty cell of the same width or height.
+ */
+function dropHeaders(candidates: Candidate[]): Candidate[] {
+  const empty = candidates.filter((c) => c.kind === 'cell' && c.frame);
+  const near = (a: number, b: number) => Math.abs(a - b) < 2.5;
+  return candidates.filter((c) => {
+    if ((c.kind !== 'cell-top' && c.kind !== 'cell-left') || !c.frame) return true;
+    const f = c.frame;
+    const column = empty.some((e) => near(e.frame!.top, f.bottom) && near(e.frame!.x1, f.x1) && near(e.frame!.x2, f.x2));
+    const row = empty.some((e) => near(e.frame!.x1, f.x2) && near(e.frame!.top, f.top) && near(e.frame!.bottom, f.bottom));
+    return !column && !row;
+  });
+}
+
+/** Candidates found twice (a drawn box is also a cell of its own rules): the better one stays. */
+function dedupe(candidates: Candidate[]): Candidate[] {
+  const sorted = [...candidates].sort((a, b) => b.score - a.score);
+  const kept: Candidate[] = [];
+  for (const c of sorted) {
+    const clash = kept.some((k) => {
+      const inter = overlap(k.x, k.x + k.w, c.x, c.x + c.w) * overlap(k.y, k.y + k.h, c.y, c.y + c.h);
+      return inter > 0.5 * Math.min(k.w * k.h, c.w * c.h);
+    });
+    if (!clash) kept.push(c);
+  }
+  return kept;
+}
+
+const round = (n: number) => Math.round(n * 1e6) / 1e6;
+
+/** A candidate as a detected field, its box in fractions of the displayed page. */
+export function toField(c: Candidate, pageNumber: number, page: { width: number; height: number }, confidence: number): DetectedField | null {
+  const x1 = Math.max(0, c.x / page.width);
+  const y1 = Math.max(0, c.y / page.height);
+  const x2 = Math.min(1, (c.x + c.w) / page.width);
+  const y2 = Math.min(1, (c.y + c.h) / page.height);
+  if (!(x2 > x1 && y2 > y1)) return null;
+  const rect: Rect = { x: round(x1), y: round(y1), width: round(x2 - x1), height: round(y2 - y1) };
+  const label = c.label.replace(/\s+/g, ' ').trim().slice(0, 200) || defaultLabel(c.type);
+  return { type: c.type, label, pageNumber, rect, confidence, source: 'layout', assigneeRole: null, isRequired: false, isReadOnly: false, options: {} };
+}
+
+/**
+ * How often candidates of each kind were real fields on the corpus (share of boxes matching a
+ * truth widget at IoU ≥ 0.5, bench/detect.ts; rounded, the extremes pulled towards the middle as
+ * a group measured on few files can be far off elsewhere). The rules' own score only orders
+ * candidates that overlap.
+ */
+const CONFIDENCE: Record<string, number> = {
+  glyph: 0.9,
+  underscore: 0.9,
+  circle: 0.85,
+  cell: 0.8,
+  'cell-unlabelled': 0.8,
+  comb: 0.8,
+  'cell-left': 0.75,
+  square: 0.6,
+  'cell-top': 0.55,
+  line: 0.45,
+};
+
+/** A candidate's confidence: the share of candidates like it that were real fields on the corpus. */
+export function calibrated(c: Candidate): number {
+  const key = c.kind === 'square' && c.round ? 'circle' : c.kind === 'cell' && !c.label ? 'cell-unlabelled' : c.kind;
+  return CONFIDENCE[key] ?? 0.5;
+}
