@@ -11,6 +11,7 @@
  *   npm run bench:detect
  */
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { readPage, type TextContentItem } from '../src/detect/layout-page.js';
 import { detectFields } from '../src/detect/pipeline.js';
 import type { DetectedField } from '../src/detect/types.js';
 import { add, CLASSES, emptyCounts, f1, precision, recall, score, strippedCorpus, typeAccuracy, type Counts, type StrippedForm } from './corpus.js';
@@ -105,6 +106,37 @@ lines.push('', '### Confidence calibration (IoU ≥ 0.5)', '', '| confidence | b
 inBand.forEach((b, k) => {
   if (b.n) lines.push(`| ${bands[k]!.toFixed(1)}–${Math.min(1, bands[k + 1]!).toFixed(1)} | ${b.n} | ${pct(b.sum / b.n)} | ${pct(b.right / b.n)} |`);
 });
+
+// How many truth boxes have anything printed where they sit (a rule, a box, underscores or a
+// check box glyph within 3 pt): a widget whose only mark was its own appearance cannot be found
+// on the printed page by any layout detector.
+let marked = 0;
+for (const form of forms) {
+  const doc = await open(form.bytes);
+  const graphics = [];
+  for (let p = 1; p <= doc.numPages; p++) {
+    const page = await doc.getPage(p);
+    const text = await page.getTextContent();
+    const ops = await page.getOperatorList({ annotationMode: pdfjs.AnnotationMode.DISABLE });
+    graphics.push(readPage(page.getViewport({ scale: 1 }), ops, text.items.filter((i) => 'str' in i) as TextContentItem[]));
+  }
+  await doc.destroy();
+  for (const t of form.truth) {
+    const g = graphics[t.pageNumber - 1]!;
+    const x1 = t.rect.x * g.width - 3;
+    const y1 = t.rect.y * g.height - 3;
+    const x2 = (t.rect.x + t.rect.width) * g.width + 3;
+    const y2 = (t.rect.y + t.rect.height) * g.height + 3;
+    const hit =
+      g.horizontal.some((h) => h.at >= y1 && h.at <= y2 && h.b > x1 && h.a < x2) ||
+      g.vertical.some((v) => v.at >= x1 && v.at <= x2 && v.b > y1 && v.a < y2) ||
+      g.shapes.some((s) => s.x < x2 && s.x + s.w > x1 && s.y < y2 && s.y + s.h > y1 && s.w < (x2 - x1) * 4) ||
+      g.words.some((w) => /^_{3,}$|^[^\p{L}\p{N}\p{P}\s]$/u.test(w.str) && w.x < x2 && w.x + w.w > x1 && w.y < y2 && w.y + w.h > y1);
+    if (hit) marked++;
+  }
+}
+const truthCount = forms.reduce((n, f) => n + f.truth.length, 0);
+lines.push('', `Truth boxes with a printed mark where they sit (a rule, a box, underscores, a glyph within 3 pt): ${marked} of ${truthCount} (${pct(marked / truthCount)}); the others were drawn only by their widget, so no layout detector can see them on the printed page.`);
 
 // Speed, alternating, whole corpus per round.
 const detectMs: number[] = [];

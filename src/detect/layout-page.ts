@@ -4,6 +4,7 @@
  * (with every transform applied: the CTM, form XObject matrices) and text content.
  */
 import { OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { advance as helvetica } from './text-tags.js';
 
 /** A horizontal or vertical rule: `a..b` along it, at `at` across it. */
 export interface Segment {
@@ -296,7 +297,11 @@ function splitWords(page: PageGraphics, item: TextContentItem, base: Matrix): vo
     return;
   }
   const str = item.str;
-  const perChar = advance / str.length;
+  // Where a character of the run starts: its share of the run's advance, by Helvetica's widths
+  // (a run carries only its total advance; an even share per character would misplace
+  // underscores after narrow letters).
+  const whole = helvetica(str) || 1;
+  const at = (i: number) => (advance * helvetica(str.slice(0, i))) / whole;
   // Pieces: underscore runs apart, and text split at two or more spaces.
   const pieces: Array<{ start: number; end: number }> = [];
   let last = 0;
@@ -320,8 +325,8 @@ function splitWords(page: PageGraphics, item: TextContentItem, base: Matrix): vo
     const trail = text.length - text.trimEnd().length;
     const word = text.trim();
     if (!word) continue;
-    const x = ox + (start + lead) * perChar;
-    const w = (end - start - lead - trail) * perChar;
+    const x = ox + at(start + lead);
+    const w = at(end - trail) - at(start + lead);
     // The text line: from a little below the baseline to the top of capitals.
     page.words.push({ str: word, x, y: oy - size * 0.8, w, h: size, size: Math.min(size, 72) });
   }

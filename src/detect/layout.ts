@@ -183,7 +183,7 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
   return left ? line(left, index.words) : '';
 }
 
-const SIGNATURE = /signature|\bsign here\b|\bsigned\b|unterschrift|\bfirma\b|\bsign[ée]e?\b|подпись|handtekening|assinatura|\bpodpis|\bfirme\b/i;
+const SIGNATURE = /signature|\bsign here\b|\bsigned\b|unterschrift|\bfirma\b|(?<!\p{L})sign[ée]e?(?!\p{L})|подпись|handtekening|assinatura|\bpodpis|\bfirme\b/iu;
 const INITIALS = /\binitials\b|\binitial here\b|paraphe|\bkürzel\b/i;
 const DATE = /\bdate\b|\bdated\b|\bdatum\b|\bfecha\b|\bdata\b|\bdob\b|birth|geburt|naissance|mm\s*\/\s*dd|dd\s*\/\s*mm|jj\s*\/\s*mm|\btt\.mm|дата/i;
 const EMAIL = /e-?mail|courriel|\bmail address/i;
@@ -332,18 +332,9 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   if (width < MIN_WIDTH) return null;
   const bottom = rule.at - rule.width / 2;
   const lh = index.lineHeight;
-  if (top === null) {
-    // An open fill-in line. Long, lonely rules across the page are separators, not lines to write on.
-    if (width > index.page.width * 0.75) return null;
-    const b = { x: x1, y: bottom - writeHeight, w: width, h: writeHeight };
-    const over = wordsOver(index.words, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3).filter((w) => !isLeader(w.str));
-    // Text standing on the rule: an underline, or a printed value on a line.
-    if (over.length) return null;
-    if (index.shadedShare(b) > 0.5) return null;
-    const label = labelFor(index, b, []);
-    if (!label) return null;
-    return { ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 };
-  }
+  // A rule far above with no sides joining the two is the line before, not the top of a box.
+  if (top !== null && bottom - top > writeHeight * 1.3 && !hasSides(index, x1, x2, top, bottom)) top = null;
+  if (top === null) return openLine(index, x1, x2, bottom, writeHeight);
   const cellTop = top;
   const height = bottom - cellTop;
   if (height < MIN_HEIGHT) return null;
@@ -368,7 +359,10 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
       // Words down to the bottom: a label on the left of the space, or printed content.
       const lastRight = Math.max(...inside.map((w) => w.x + w.w));
       const textShare = inside.reduce((sum, w) => sum + w.w * w.h, 0) / (width * height);
-      if (x2 - lastRight >= Math.max(40, width * 0.35) && textShare < 0.35 && height <= lh * 3) {
+      // A printed amount (12.50, $1,000.00, 15 %) is a value in a table, not a label; a line
+      // number (7, 15a) is a label.
+      const printedValue = inside.every((w) => /^[-–(+]?[$€£]?\s?\d[\d\s,.']*[.,]\d{1,2}\)?%?$|^\d+(?:[.,]\d+)?\s?%$/.test(w.str));
+      if (!printedValue && x2 - lastRight >= Math.max(40, width * 0.35) && textShare < 0.35 && height <= lh * 3) {
         x = lastRight + 2;
         kind = 'cell-left';
         score = 0.55;
@@ -393,6 +387,28 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   const type = typeFor(label, b, lh);
   if (b.h > 60) score -= 0.1;
   return { ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at } };
+}
+
+/** A vertical rule on either side of x1..x2 that covers most of top..bottom. */
+function hasSides(index: PageIndex, x1: number, x2: number, top: number, bottom: number): boolean {
+  const side = (x: number) => index.vertical.some((v) => Math.abs(v.at - x) < 2.5 && overlap(v.a, v.b, top, bottom) >= 0.7 * (bottom - top));
+  return side(x1) || side(x2);
+}
+
+/** An open fill-in line: a line's height above the rule, when labelled and not written on. */
+function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writeHeight: number): Candidate | null {
+  const width = x2 - x1;
+  const lh = index.lineHeight;
+  // Long, lonely rules across the page are separators, not lines to write on.
+  if (width > index.page.width * 0.75) return null;
+  const b = { x: x1, y: bottom - writeHeight, w: width, h: writeHeight };
+  const over = wordsOver(index.words, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3).filter((w) => !isLeader(w.str));
+  // Text standing on the rule: an underline, or a printed value on a line.
+  if (over.length) return null;
+  if (index.shadedShare(b) > 0.5) return null;
+  const label = labelFor(index, b, []);
+  if (!label) return null;
+  return { ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 };
 }
 
 /**
@@ -469,14 +485,14 @@ export function toField(c: Candidate, pageNumber: number, page: { width: number;
 const CONFIDENCE: Record<string, number> = {
   glyph: 0.9,
   underscore: 0.9,
+  'cell-unlabelled': 0.9,
   circle: 0.85,
   cell: 0.8,
-  'cell-unlabelled': 0.8,
   comb: 0.8,
-  'cell-left': 0.75,
+  'cell-left': 0.8,
   square: 0.6,
-  'cell-top': 0.55,
-  line: 0.45,
+  'cell-top': 0.6,
+  line: 0.55,
 };
 
 /** A candidate's confidence: the share of candidates like it that were real fields on the corpus. */

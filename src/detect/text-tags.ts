@@ -122,7 +122,7 @@ const HELVETICA =
     .split(',')
     .map(Number);
 
-function advance(text: string): number {
+export function advance(text: string): number {
   let sum = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
