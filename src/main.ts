@@ -94,10 +94,10 @@ async function serve(config: Config, args: string[]): Promise<void> {
     maxUploadBytes: config.maxUploadBytes,
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
-    jobs: { queue, wake: () => worker?.wake(), aiConfigured: false },
+    jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
   });
   if (!flags['no-worker']) {
-    worker = new ParseWorker({ store, queue, blobs, log: app.log });
+    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai });
     worker.start();
   }
   app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
@@ -145,7 +145,7 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const { ParseWorker } = await import('./jobs/worker.js');
   const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
   const blobs = new DiskBlobStore(config.dataDir);
-  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log }));
+  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai }));
   for (const w of all) w.start();
   log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
   let stopping = false;

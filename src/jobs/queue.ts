@@ -11,6 +11,8 @@ import type { Database, JobRow } from '../store/schema.js';
  *   `BEGIN IMMEDIATE` writer on SQLite. The claim counts an attempt and sets a lease.
  * - A running job's worker renews the lease; a job whose lease ran out (its worker died or hung)
  *   goes back to `pending` with a backoff, or to `failed` (`worker_lost`) after its last attempt.
+ * - While it runs, the worker records its progress (`progress`); going back to `pending` clears it,
+ *   a job that ends `failed` keeps the last value.
  * - `complete` and `fail` take effect only while the caller still holds the lease, in one
  *   transaction with whatever completing means (applying fields): a job completes at most once,
  *   however many workers ran it.
@@ -37,6 +39,9 @@ export interface JobError {
   /** Retrying cannot help (an unreadable document): fail now. */
   final: boolean;
 }
+
+/** A job going back to `pending` (or claimed again) starts its progress afresh. */
+const NO_PROGRESS = { progress_done: null, progress_total: null } as const;
 
 export class JobQueue {
   private readonly now: () => number;
@@ -74,6 +79,8 @@ export class JobQueue {
       error_code: null,
       error_message: null,
       applied: null,
+      progress_done: null,
+      progress_total: null,
       created_at: now,
       started_at: null,
       completed_at: null,
@@ -101,7 +108,7 @@ export class JobQueue {
         } else {
           await trx
             .updateTable('jobs')
-            .set({ status: 'pending', lease_owner: null, lease_expires_at: null, run_at: this.iso(this.options.backoffMs(attempts)), updated_at: now })
+            .set({ status: 'pending', lease_owner: null, lease_expires_at: null, run_at: this.iso(this.options.backoffMs(attempts)), ...NO_PROGRESS, updated_at: now })
             .where('id', '=', row.id)
             .execute();
         }
@@ -118,7 +125,8 @@ export class JobQueue {
     if (this.store.dialect === 'postgres') {
       const result = await sql<JobRow>`
         update jobs set status = 'processing', lease_owner = ${owner}, lease_expires_at = ${lease},
-          attempts = attempts + 1, started_at = coalesce(started_at, ${now}), updated_at = ${now}
+          attempts = attempts + 1, started_at = coalesce(started_at, ${now}),
+          progress_done = null, progress_total = null, updated_at = ${now}
         where id = (
           select id from jobs where status = 'pending' and run_at <= ${now}
           order by run_at, id limit 1 for update skip locked
@@ -139,7 +147,7 @@ export class JobQueue {
       if (!next) return null;
       await trx
         .updateTable('jobs')
-        .set((eb) => ({ status: 'processing', lease_owner: owner, lease_expires_at: lease, attempts: eb('attempts', '+', 1), started_at: eb.fn.coalesce('started_at', eb.val(now)), updated_at: now }))
+        .set((eb) => ({ status: 'processing', lease_owner: owner, lease_expires_at: lease, attempts: eb('attempts', '+', 1), started_at: eb.fn.coalesce('started_at', eb.val(now)), ...NO_PROGRESS, updated_at: now }))
         .where('id', '=', next.id)
         .execute();
       return (await trx.selectFrom('jobs').selectAll().where('id', '=', next.id).executeTakeFirstOrThrow()) as JobRow;
@@ -151,6 +159,21 @@ export class JobQueue {
     const result = await this.store.db
       .updateTable('jobs')
       .set({ lease_expires_at: this.iso(this.options.leaseMs), updated_at: this.iso() })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'processing')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Records how far the running attempt has got (`done` of `total` pages), under the same guard
+   * as `renew`: `false` (nothing written) when `owner` no longer holds the job.
+   */
+  async progress(id: string, owner: string, done: number, total: number): Promise<boolean> {
+    const result = await this.store.db
+      .updateTable('jobs')
+      .set({ progress_done: done, progress_total: total, updated_at: this.iso() })
       .where('id', '=', id)
       .where('lease_owner', '=', owner)
       .where('status', '=', 'processing')
@@ -213,7 +236,7 @@ export class JobQueue {
       } else {
         await trx
           .updateTable('jobs')
-          .set({ status: 'pending', lease_owner: null, lease_expires_at: null, error_code: error.code, error_message: error.message, run_at: this.iso(this.options.backoffMs(attempts)), updated_at: now })
+          .set({ status: 'pending', lease_owner: null, lease_expires_at: null, error_code: error.code, error_message: error.message, run_at: this.iso(this.options.backoffMs(attempts)), ...NO_PROGRESS, updated_at: now })
           .where('id', '=', id)
           .execute();
       }
@@ -228,7 +251,7 @@ export class JobQueue {
   async release(id: string, owner: string): Promise<boolean> {
     const result = await this.store.db
       .updateTable('jobs')
-      .set((eb) => ({ status: 'pending', lease_owner: null, lease_expires_at: null, attempts: eb('attempts', '-', 1), run_at: this.iso(), updated_at: this.iso() }))
+      .set((eb) => ({ status: 'pending', lease_owner: null, lease_expires_at: null, attempts: eb('attempts', '-', 1), run_at: this.iso(), ...NO_PROGRESS, updated_at: this.iso() }))
       .where('id', '=', id)
       .where('lease_owner', '=', owner)
       .where('status', '=', 'processing')

@@ -2,10 +2,11 @@ import crypto from 'node:crypto';
 import type { Transaction } from 'kysely';
 import os from 'node:os';
 import type { BlobStore } from '../blobs/store.js';
+import type { AiConfig } from '../detect/ai.js';
 import { DetectionError, detectInThread, type RunOptions } from '../detect/runner.js';
 import type { DetectionResult } from '../detect/types.js';
 import type { Store } from '../store/db.js';
-import { completionOf, PARSE_JOB } from '../store/parse-jobs.js';
+import { completionOf, PARSE_JOB, type ParseParams } from '../store/parse-jobs.js';
 import type { Database, JobRow } from '../store/schema.js';
 import type { JobError, JobQueue } from './queue.js';
 
@@ -24,6 +25,64 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Detection itself (a worker thread by default). */
   detect?: (data: Uint8Array, options: RunOptions) => Promise<DetectionResult>;
+  /** The model of the `ai` engine; a job asking for `ai` on a worker without one gets the layout result, with a warning. */
+  ai?: AiConfig | null;
+  /** Least time between two progress writes of a running job (default 500 ms). */
+  progressIntervalMs?: number;
+}
+
+/**
+ * Writes a running job's progress as detection reports it: the first report at once, then at most
+ * one write per `intervalMs` — the latest value, those in between dropped — and the last page
+ * (`done === total`) without waiting; never two writes at a time. `write` must not reject.
+ */
+export class ProgressWriter {
+  private latest: { done: number; total: number } | null = null;
+  private inFlight: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private lastWriteAt = -Infinity;
+  private closed = false;
+
+  constructor(
+    private readonly write: (done: number, total: number) => Promise<void>,
+    private readonly intervalMs = 500,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  report(done: number, total: number): void {
+    if (this.closed) return;
+    this.latest = { done, total };
+    this.pump();
+  }
+
+  /** No more writes (a value not written yet is dropped); resolves when the one in flight is done. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.inFlight;
+  }
+
+  private pump(): void {
+    if (this.closed || this.inFlight || !this.latest) return;
+    const wait = this.latest.done >= this.latest.total ? 0 : this.lastWriteAt + this.intervalMs - this.now();
+    if (wait > 0) {
+      this.timer ??= setTimeout(() => {
+        this.timer = null;
+        this.pump();
+      }, wait);
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const { done, total } = this.latest;
+    this.latest = null;
+    this.lastWriteAt = this.now();
+    this.inFlight = this.write(done, total).finally(() => {
+      this.inFlight = null;
+      this.pump();
+    });
+  }
 }
 
 const final = (code: string, message: string): JobError => ({ code, message, final: true });
@@ -108,16 +167,15 @@ export class ParseWorker {
     let renewal: NodeJS.Timeout | undefined;
     try {
       const lease = new AbortController();
+      // A renewal or a progress write that finds the job gone: another worker has it; stop.
+      const leaseHeld = (still: boolean) => {
+        if (!still) {
+          lost = true;
+          lease.abort();
+        }
+      };
       renewal = setInterval(() => {
-        queue.renew(job.id, this.owner).then(
-          (held) => {
-            if (!held) {
-              lost = true;
-              lease.abort();
-            }
-          },
-          (error: unknown) => log.warn({ err: error, job: job.id }, 'could not renew the lease'),
-        );
+        queue.renew(job.id, this.owner).then(leaseHeld, (error: unknown) => log.warn({ err: error, job: job.id }, 'could not renew the lease'));
       }, Math.max(50, Math.floor(queue.options.leaseMs / 3)));
       const stop = AbortSignal.any([signal, lease.signal]);
       if (job.kind !== PARSE_JOB) {
@@ -130,7 +188,18 @@ export class ParseWorker {
         return;
       }
       const detect = this.options.detect ?? detectInThread;
-      const result = await detect(data.bytes, { signal: stop });
+      // Progress is for polling clients only: a write that fails is logged, never fails the job.
+      const progress = new ProgressWriter(
+        (done, total) => queue.progress(job.id, this.owner, done, total).then(leaseHeld, (error: unknown) => log.warn({ err: error, job: job.id }, 'could not record progress')),
+        this.options.progressIntervalMs,
+      );
+      let result: DetectionResult;
+      try {
+        const { engine } = JSON.parse(job.params) as ParseParams;
+        result = await detect(data.bytes, { signal: stop, onProgress: (done, total) => progress.report(done, total), engine, ai: this.options.ai ?? null });
+      } finally {
+        await progress.close();
+      }
       // The document's row first, as every field edit and a permanent delete take it (else
       // PostgreSQL could deadlock a completion against a delete of the same document).
       const lockDocument = async (trx: Transaction<Database>) => {

@@ -219,6 +219,15 @@ const MIGRATIONS: Migration[] = [
       await db.schema.createIndex('jobs_document').on('jobs').columns(['document_id', 'created_at']).execute();
     },
   },
+  {
+    id: '0006_job_progress',
+    async up(db) {
+      // Pages read so far by the attempt running now (null until its first report; reset when
+      // the job goes back to pending). One column per statement: SQLite adds one at a time.
+      await db.schema.alterTable('jobs').addColumn('progress_done', 'integer').execute();
+      await db.schema.alterTable('jobs').addColumn('progress_total', 'integer').execute();
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

@@ -173,6 +173,9 @@ export interface JobRow {
   error_message: string | null;
   /** JSON: what applying its result changed. */
   applied: string | null;
+  /** Pages the running attempt has read, of how many (null before its first report). */
+  progress_done: number | null;
+  progress_total: number | null;
   created_at: string;
   started_at: string | null;
   completed_at: string | null;

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
+import { DetectionError, type RunOptions } from '../../src/detect/runner.js';
+import type { DetectionResult } from '../../src/detect/types.js';
 import { bearer, createTestContext, testLibreOffice, type TestContext } from '../helpers/context.js';
 import { CORPUS, makeDocx, makePdf, multipart } from '../helpers/files.js';
 
@@ -56,8 +59,10 @@ describe('parse jobs', () => {
       { status: job.status, applyMode: job.applyMode, engine: job.engine, pollAfterMs: job.pollAfterMs, error: job.error, result: job.result, startedAt: job.startedAt, completedAt: job.completedAt },
       { status: 'pending', applyMode: 'draft', engine: 'layout', pollAfterMs: 1000, error: null, result: null, startedAt: null, completedAt: null },
     );
+    assert.equal(job.progress, null, 'no progress while pending');
     const done = await finished(doc, job.id);
     assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    assert.deepEqual(done.progress, { pagesDone: 1, pagesTotal: 1 });
     assert.equal(done.pollAfterMs, null);
     assert.ok(done.startedAt && done.completedAt);
     assert.equal(done.result.fields.length, fillable().length);
@@ -145,6 +150,12 @@ describe('parse jobs', () => {
     const blank = await upload(await makePdf([{ width: 612, height: 792 }, { width: 612, height: 792 }]));
     const nothing = await finished(blank, (await start(blank)).id);
     assert.deepEqual([nothing.status, nothing.result.fields, nothing.result.stats.pages, nothing.result.applied.createdFieldIds], ['completed', [], 2, []]);
+    assert.deepEqual(nothing.progress, { pagesDone: 2, pagesTotal: 2 });
+    // The detection thread's reports reached the row while it ran (the first at once; the last
+    // one may be dropped when the job completes right after it).
+    const row = await ctx.store.db.selectFrom('jobs').select(['progress_done', 'progress_total']).where('id', '=', nothing.id).executeTakeFirstOrThrow();
+    assert.equal(Number(row.progress_total), 2);
+    assert.ok(Number(row.progress_done) >= 1, JSON.stringify(row));
   });
 
   it('a DOCX without a PDF rendition fails with a clear code, at once', async () => {
@@ -224,5 +235,219 @@ describe('parse jobs', () => {
     // Deleting the document for good removes its jobs.
     assert.equal((await send('DELETE', `/documents/${doc}?permanent=true`)).statusCode, 200);
     assert.equal((await ctx.store.db.selectFrom('jobs').select('id').where('document_id', '=', doc).execute()).length, 0);
+  });
+});
+
+describe('parse-job progress while a job runs', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  /** What the worker's detection does for the next job (set by each test). */
+  let script: (options: RunOptions) => Promise<DetectionResult>;
+  const resultOf = (pages: number): DetectionResult => ({ fields: [], stats: { pages, durationMs: 1, found: {}, duplicates: 0, skipped: {}, warnings: [] } });
+  const deferred = () => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  };
+  /** Rejects when the worker stops the detection. */
+  const stopped = (signal: AbortSignal | undefined) =>
+    new Promise<never>((_, reject) => signal!.addEventListener('abort', () => reject(new DetectionError('aborted', 'stopped', false))));
+
+  before(async () => {
+    // A retried attempt waits a minute: the job stays pending for the test to see.
+    ctx = await createTestContext({ worker: true, libreOffice: null, queue: { backoffMs: () => 60_000 }, detect: (_data, options) => script(options) });
+    headers = bearer(await ctx.key(ALL, 'progress'));
+  });
+  after(() => ctx.close());
+
+  async function startJob(pages: number): Promise<{ doc: string; job: string }> {
+    const body = multipart([{ name: 'file', data: await makePdf(Array.from({ length: pages }, () => ({ width: 612, height: 792 }))), filename: 'p.pdf' }]);
+    const up = await ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...headers, ...body.headers }, payload: body.payload });
+    assert.equal(up.statusCode, 201, up.body);
+    const doc = up.json().data.id;
+    const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers, payload: { applyMode: 'preview' } });
+    assert.equal(res.statusCode, 202, res.body);
+    assert.equal(res.json().data.progress, null);
+    return { doc, job: res.json().data.id };
+  }
+  /** Polls the job as a client would until `ok` holds (5 s at most). */
+  async function until(doc: string, job: string, ok: (view: { status: string; progress: { pagesDone: number; pagesTotal: number } | null }) => boolean) {
+    let view;
+    for (let i = 0; i < 250; i++) {
+      const res = await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${job}`, headers });
+      assert.equal(res.statusCode, 200, res.body);
+      view = res.json().data;
+      if (ok(view)) return view;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`the job never got there; last seen: ${JSON.stringify(view)}`);
+  }
+
+  it('a polling client sees pages done of pages total while processing, then all of them when completed', async () => {
+    const gates = [deferred(), deferred(), deferred()];
+    script = async (options) => {
+      for (let page = 1; page <= 3; page++) {
+        options.onProgress?.(page, 3);
+        await gates[page - 1]!.promise;
+      }
+      return resultOf(3);
+    };
+    const { doc, job } = await startJob(3);
+    for (let page = 1; page <= 3; page++) {
+      const view = await until(doc, job, (v) => v.progress?.pagesDone === page);
+      assert.deepEqual([view.status, view.progress, view.result, view.pollAfterMs], ['processing', { pagesDone: page, pagesTotal: 3 }, null, 1000]);
+      gates[page - 1]!.resolve();
+    }
+    const done = await until(doc, job, (v) => v.status === 'completed');
+    assert.deepEqual([done.progress, done.result.stats.pages, done.pollAfterMs], [{ pagesDone: 3, pagesTotal: 3 }, 3, null]);
+  });
+
+  it('a failed job keeps its last progress; a job going back to pending for a retry has none', async () => {
+    const gate = deferred();
+    script = async (options) => {
+      options.onProgress?.(1, 2);
+      await gate.promise;
+      throw new DetectionError('unreadable_document', 'page 2 is broken', true);
+    };
+    const bad = await startJob(2);
+    await until(bad.doc, bad.job, (v) => v.progress?.pagesDone === 1);
+    gate.resolve();
+    const failed = await until(bad.doc, bad.job, (v) => v.status === 'failed');
+    assert.deepEqual([failed.error.code, failed.progress], ['unreadable_document', { pagesDone: 1, pagesTotal: 2 }]);
+
+    const again = deferred();
+    script = async (options) => {
+      options.onProgress?.(1, 2);
+      await again.promise;
+      throw new DetectionError('detection_failed', 'try again', false);
+    };
+    const retried = await startJob(2);
+    await until(retried.doc, retried.job, (v) => v.progress?.pagesDone === 1);
+    again.resolve();
+    const pending = await until(retried.doc, retried.job, (v) => v.status === 'pending');
+    assert.equal(pending.progress, null);
+    const row = await ctx.store.db.selectFrom('jobs').selectAll().where('id', '=', retried.job).executeTakeFirstOrThrow();
+    assert.deepEqual([row.status, Number(row.attempts), row.progress_done, row.progress_total], ['pending', 1, null, null]);
+  });
+
+  it('the OpenAPI document describes progress on the job (POST and GET)', async () => {
+    const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    for (const [path, method, status] of [['/api/v1/documents/{id}/parse-jobs', 'post', '202'], ['/api/v1/documents/{id}/parse-jobs/{jobId}', 'get', '200']] as const) {
+      const job = spec.paths[path][method].responses[status].content['application/json'].schema.properties.data;
+      assert.ok(job.required.includes('progress'), path);
+      const [shape, nothing] = job.properties.progress.anyOf;
+      assert.deepEqual([shape.required, shape.properties.pagesDone.type, shape.properties.pagesTotal.type, nothing.type], [['pagesDone', 'pagesTotal'], 'integer', 'integer', 'null'], path);
+      assert.match(shape.description, /pages/i);
+    }
+  });
+
+  it('a worker that lost the job writes no more progress and stops its detection', async () => {
+    const gate = deferred();
+    let aborted = false;
+    script = async (options) => {
+      options.onProgress?.(1, 3);
+      await gate.promise;
+      options.onProgress?.(2, 3);
+      return stopped(options.signal).catch((error: unknown) => {
+        aborted = true;
+        throw error;
+      });
+    };
+    const { doc, job } = await startJob(3);
+    await until(doc, job, (v) => v.progress?.pagesDone === 1);
+    // Another worker has it now (as after this one's lease ran out and the job was claimed again).
+    await ctx.store.db.updateTable('jobs').set({ lease_owner: 'another-worker' }).where('id', '=', job).execute();
+    gate.resolve();
+    for (let i = 0; i < 250 && !aborted; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(aborted, 'the detection was stopped when writing progress showed the lease lost');
+    const row = await ctx.store.db.selectFrom('jobs').selectAll().where('id', '=', job).executeTakeFirstOrThrow();
+    assert.deepEqual([row.status, row.lease_owner, row.progress_done, row.progress_total], ['processing', 'another-worker', 1, 3]);
+  });
+});
+
+describe('parse jobs with the ai engine (a local fake endpoint)', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  let server: http.Server;
+  let mode: 'ok' | 'error' = 'ok';
+  const bodies: Array<{ model: string; messages: Array<{ role: string; content: string }> }> = [];
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        bodies.push(JSON.parse(raw));
+        if (mode === 'error') {
+          res.writeHead(500).end('{"error":"boom"}');
+          return;
+        }
+        const content = JSON.stringify({ fields: [{ candidate: 0, keep: true, label: 'Applicant name', type: 'short_text', role: 'signer_1', required: true }] });
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    ctx = await createTestContext({ worker: true, libreOffice: null, ai: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: 'test-key', model: 'fake-model', timeoutMs: 5000, maxRetries: 0 } });
+    headers = bearer(await ctx.key(ALL, 'ai'));
+  });
+  after(async () => {
+    await ctx.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  /** A flat PDF: "Full name" and a drawn line to write on, nothing else. */
+  async function flatPdf(): Promise<Buffer> {
+    const doc = await PDFDocument.create();
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    const page = doc.addPage([612, 792]);
+    page.drawText('Full name', { x: 72, y: 702, size: 10, font });
+    page.drawLine({ start: { x: 130, y: 700 }, end: { x: 360, y: 700 }, thickness: 0.75 });
+    return Buffer.from(await doc.save());
+  }
+
+  async function run(): Promise<{ engine: string; result: { fields: Array<{ source: string; label: string; assigneeRole: string | null; isRequired: boolean; type: string }>; stats: { warnings: string[] } } }> {
+    const body = multipart([{ name: 'file', data: await flatPdf(), filename: 'secret-contract.pdf' }]);
+    const up = await ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...headers, ...body.headers }, payload: body.payload });
+    assert.equal(up.statusCode, 201, up.body);
+    const doc = up.json().data.id as string;
+    // `auto` runs the ai engine when one is configured.
+    const started = await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers, payload: { applyMode: 'preview' } });
+    assert.equal(started.statusCode, 202, started.body);
+    assert.equal(started.json().data.engine, 'ai');
+    for (let i = 0; i < 400; i++) {
+      const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${started.json().data.id}`, headers })).json().data;
+      if (data.status === 'completed') return data;
+      assert.notEqual(data.status, 'failed', JSON.stringify(data.error));
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('the job did not finish');
+  }
+
+  it('names, types and assigns the layout candidates; sends only the page text and the candidates', async () => {
+    mode = 'ok';
+    bodies.length = 0;
+    const job = await run();
+    assert.equal(job.engine, 'ai');
+    assert.equal(job.result.fields.length, 1);
+    const [field] = job.result.fields;
+    assert.deepEqual({ source: field!.source, label: field!.label, role: field!.assigneeRole, required: field!.isRequired, type: field!.type }, { source: 'ai', label: 'Applicant name', role: 'signer_1', required: true, type: 'short_text' });
+    assert.deepEqual(job.result.stats.warnings, []);
+    assert.equal(bodies.length, 1);
+    assert.equal(bodies[0]!.model, 'fake-model');
+    const user = JSON.parse(bodies[0]!.messages.find((m) => m.role === 'user')!.content) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(user).sort(), ['candidates', 'text']);
+    assert.ok(JSON.stringify(user.text).includes('Full name'));
+    assert.ok(!JSON.stringify(bodies[0]).includes('secret-contract'), 'the file name is never sent');
+  });
+
+  it('an endpoint that fails leaves the layout result, with a warning in the stats', async () => {
+    mode = 'error';
+    const job = await run();
+    assert.equal(job.result.fields.length, 1);
+    assert.equal(job.result.fields[0]!.source, 'layout');
+    assert.equal(job.result.fields[0]!.label, 'Full name');
+    assert.equal(job.result.stats.warnings.length, 1);
+    assert.match(job.result.stats.warnings[0]!, /^ai: page 1: .*500.*the layout result is used/);
   });
 });

@@ -1,3 +1,4 @@
+import type { AiConfig } from '../../src/detect/ai.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +15,7 @@ import { MemoryRateLimiter } from '../../src/limits/memory.js';
 import { RedisRateLimiter } from '../../src/limits/redis.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import { DEFAULT_QUEUE_OPTIONS, JobQueue, type QueueOptions } from '../../src/jobs/queue.js';
-import { ParseWorker } from '../../src/jobs/worker.js';
+import { ParseWorker, type WorkerOptions } from '../../src/jobs/worker.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
 
@@ -112,9 +113,13 @@ export interface ContextOptions {
   libreOffice?: LibreOfficeConverter | null;
   /** Run a parse-job worker in the test process (as `serve` does). */
   worker?: boolean;
+  /** The worker's detection (default: the detection thread). */
+  detect?: WorkerOptions['detect'];
   /** Queue settings (lease, attempts, backoff) for the parse jobs. */
   queue?: Partial<QueueOptions>;
   aiConfigured?: boolean;
+  /** The AI engine's endpoint for the worker (and `aiConfigured` unless given). */
+  ai?: AiConfig | null;
   /** Where stored files go (default: a temporary directory removed on close). */
   dataDir?: string;
 }
@@ -138,11 +143,11 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
     now: options.now,
     keyCacheTtlMs: options.keyCacheTtlMs,
-    jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? false },
+    jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
   });
   await app.ready();
   if (options.worker) {
-    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50 });
+    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null });
     worker.start();
   }
   return {

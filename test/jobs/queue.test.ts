@@ -124,6 +124,61 @@ describe(`job queue (${TEST_DB})`, () => {
     assert.equal((await queue.claim('B'))?.id, handed.id, 'claimable again at once');
   });
 
+  it('progress: written only under the lease, cleared when the job goes back to pending, kept when it fails', async () => {
+    await drain();
+    const job = await enqueue();
+    const progress = async (id: string) => {
+      const r = await row(id);
+      return r.progress_done === null ? [r.progress_done, r.progress_total] : [Number(r.progress_done), Number(r.progress_total)];
+    };
+    const view = async (id: string) => toParseJob(await row(id), clock).progress;
+    assert.deepEqual(await progress(job.id), [null, null]);
+    assert.equal(await queue.progress(job.id, 'A', 1, 3), false, 'not claimed yet');
+    await queue.claim('A');
+    assert.equal(await view(job.id), null, 'processing, nothing reported yet');
+    assert.equal(await queue.progress(job.id, 'A', 1, 3), true);
+    assert.equal(await queue.progress(job.id, 'B', 2, 3), false, 'B does not hold it');
+    assert.deepEqual(await view(job.id), { pagesDone: 1, pagesTotal: 3 });
+
+    // A's lease runs out: the job reads as pending, with no progress, and another worker takes it.
+    clock += 11_000;
+    assert.equal(await view(job.id), null, 'an expired lease reads as pending: no progress');
+    await queue.reapExpired();
+    assert.deepEqual(await progress(job.id), [null, null], 'back to pending: cleared');
+    clock += 1_000;
+    assert.equal((await queue.claim('B'))?.id, job.id);
+    assert.equal(await queue.progress(job.id, 'A', 2, 3), false, 'the worker that lost its lease writes nothing');
+    assert.deepEqual(await progress(job.id), [null, null]);
+    assert.equal(await queue.progress(job.id, 'B', 1, 3), true);
+    assert.deepEqual(await progress(job.id), [1, 3]);
+
+    // Retried after a failed attempt, or handed back: cleared.
+    await queue.fail(job.id, 'B', { code: 'boom', message: 'again', final: false });
+    assert.deepEqual(await progress(job.id), [null, null]);
+    clock += 10_000;
+    await queue.claim('C');
+    await queue.progress(job.id, 'C', 2, 3);
+    assert.equal(await queue.release(job.id, 'C'), true);
+    assert.deepEqual(await progress(job.id), [null, null]);
+    assert.equal(await view(job.id), null);
+
+    // Failed: the last value stays.
+    await queue.claim('C');
+    await queue.progress(job.id, 'C', 2, 3);
+    await queue.fail(job.id, 'C', { code: 'unreadable_document', message: 'bad', final: true });
+    assert.equal((await row(job.id)).status, 'failed');
+    assert.deepEqual(await view(job.id), { pagesDone: 2, pagesTotal: 3 });
+    assert.equal(await queue.progress(job.id, 'C', 3, 3), false, 'nothing after the end');
+
+    // Completed: every page, from the result.
+    const other = await enqueue();
+    await queue.claim('D');
+    await queue.progress(other.id, 'D', 1, 4);
+    await queue.complete(other.id, 'D', async () => ({ result: { fields: [], stats: { pages: 4, durationMs: 1, found: {}, duplicates: 0, skipped: {}, warnings: [] } } }));
+    assert.deepEqual(await view(other.id), { pagesDone: 4, pagesTotal: 4 });
+    assert.equal(await queue.progress(other.id, 'D', 2, 4), false);
+  });
+
   it('concurrent claimers never take the same job', async () => {
     await drain();
     const ids = new Set<string>();

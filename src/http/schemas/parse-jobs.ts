@@ -58,6 +58,15 @@ export const ParseJobSchema = Type.Object(
         applied: Nullable(AppliedSchema),
       }),
     ),
+    progress: Nullable(
+      Type.Object(
+        { pagesDone: Type.Integer({ minimum: 0 }), pagesTotal: Type.Integer({ minimum: 0 }) },
+        {
+          description:
+            'Pages read of pages in the document, for a progress bar: while processing as last reported (null before the first page), all of them once completed, the last value when failed, null while pending',
+        },
+      ),
+    ),
     createdAt: Timestamp,
     startedAt: Nullable(Timestamp),
     completedAt: Nullable(Timestamp),
