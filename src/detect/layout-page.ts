@@ -90,13 +90,38 @@ export interface TextContentItem {
   transform: number[];
   width: number;
   height: number;
+  /** pdf.js's id of the run's font (for `fontOf`). */
+  fontName?: string;
+}
+
+/**
+ * Box glyphs of the symbol fonts that pdf.js reads as plain letters (no Unicode mapping):
+ * ZapfDingbats o p q r (❏ ❐ ❑ ❒); Wingdings o q r ¨ ý þ; Wingdings 2 £ (Wingdings boxes that come
+ * out in the private use area are in CHECK_GLYPHS already).
+ */
+const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
+  [/dingbats/i, /[opqr]/g],
+  [/wingdings-?2|wingdings\s*2/i, /[£]/g],
+  [/wingdings/i, /[oqr¨ýþ]/g],
+];
+
+function symbolBoxes(str: string, font: string | undefined): string {
+  if (!font) return str;
+  for (const [name, glyphs] of SYMBOL_BOXES) if (name.test(font)) return str.replace(glyphs, '\u2751');
+  return str;
 }
 
 /**
  * Reads the rules, boxes and text of one page. `viewport` is pdf.js's page viewport at scale 1
  * (its `transform` maps PDF user space to the displayed page).
  */
-export function readPage(viewport: { width: number; height: number; transform: number[] }, ops: OperatorList, items: readonly TextContentItem[]): PageGraphics {
+export function readPage(
+  viewport: { width: number; height: number; transform: number[] },
+  ops: OperatorList,
+  items: readonly TextContentItem[],
+  /** The PostScript name of a run's font, where known (to read the box glyphs of symbol fonts). */
+  fontOf: (fontName: string) => string | undefined = () => undefined,
+): PageGraphics {
   const page: PageGraphics = { width: viewport.width, height: viewport.height, horizontal: [], vertical: [], shapes: [], words: [] };
   const base = viewport.transform as Matrix;
   let ctm: Matrix = [1, 0, 0, 1, 0, 0];
@@ -160,7 +185,10 @@ export function readPage(viewport: { width: number; height: number; transform: n
         break;
     }
   }
-  for (const item of items) splitWords(page, item, base);
+  for (const item of items) {
+    const font = item.fontName ? fontOf(item.fontName) : undefined;
+    splitWords(page, font ? { ...item, str: symbolBoxes(item.str, font) } : item, base);
+  }
   return page;
 }
 

@@ -65,7 +65,15 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     }
     // The printed page only: widget appearances are the acroform detector's.
     const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-    const graphics = readPage(viewport, operators, items as unknown as TextContentItem[]);
+    // Fonts are loaded once the operator list is read: their names tell symbol fonts apart.
+    const fontOf = (id: string): string | undefined => {
+      try {
+        return page.commonObjs.has(id) ? (page.commonObjs.get(id) as { name?: string } | null)?.name : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const graphics = readPage(viewport, operators, items as unknown as TextContentItem[], fontOf);
     const fields: DetectedField[] = [];
     for (const candidate of pageCandidates(graphics)) {
       const field = toField(candidate, pageNumber, graphics, calibrated(candidate));

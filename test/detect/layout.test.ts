@@ -2,9 +2,6 @@
  * The layout detector through the real pipeline (`detectFields`), on small flat PDFs drawn with
  * pdf-lib: one test per kind of field and per kind of printed thing that is not a field. Boxes are
  * checked in points of the displayed page (origin top-left): a field is where a person would write.
- *
- * Tests marked `todo` show where the detector is still wrong (they run, and report, but do not
- * fail the suite); each says what it expects.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -96,8 +93,7 @@ describe('layout detection: fields', () => {
 
     it(
       'starts where the underscores start',
-      {},
-      async () => {
+        async () => {
         const { x1 } = await extent();
         const field = only(await fieldsOf([{ draw }]));
         near(points(field).x1, x1, 'left edge: the first underscore', field);
@@ -197,8 +193,7 @@ describe('layout detection: fields', () => {
 
     it(
       'in ZapfDingbats too (❑ is the letter "q" of ZapfDingbats)',
-      { todo: 'pdf.js reads the ZapfDingbats check box ❑ as the text "q"; the detector would need the font (text content styles) to see it' },
-      async () => {
+        async () => {
         const field = only(
           await fieldsOf([
             {
@@ -266,7 +261,6 @@ describe('layout detection: fields', () => {
 
   it(
     'fill-in lines stacked 36 pt apart keep their own types and a line each',
-    {},
     async () => {
       const fields = await fieldsOf([
         {
@@ -393,7 +387,6 @@ describe('layout detection: printed things that are not fields', () => {
 
   it(
     'a table grid of printed values, left-aligned',
-    {},
     async () => {
       const fields = await fieldsOf([{ draw: table('left') }]);
       assert.equal(fields.length, 0, `no field: ${show(fields)}`);
