@@ -237,7 +237,7 @@ describe('layout detection: fields', () => {
     }
   });
 
-  it('"Signé" (French) on a line is a digital signature', {}, async () => {
+  it('"Signé" (French) on a line is a digital signature', async () => {
     const field = only(await fieldsOf([{ draw: (d) => fillIn(d, 'Signé', 700, 150, 350) }]));
     assert.equal(field.label, 'Signé');
     assert.equal(field.type, 'digital_signature');
