@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PDFArray, PDFDict, PDFDocument, PDFName, PDFRef } from '@cantoo/pdf-lib';
+import { iou } from '../src/detect/geometry.js';
 import type { DetectedField, Rect } from '../src/detect/types.js';
 import { CORPUS } from '../test/helpers/files.js';
 
@@ -101,13 +102,7 @@ export async function strippedCorpus(): Promise<StrippedForm[]> {
   return forms;
 }
 
-export function iou(a: Rect, b: Rect): number {
-  const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
-  const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
-  if (w <= 0 || h <= 0) return 0;
-  const inter = w * h;
-  return inter / (a.width * a.height + b.width * b.height - inter);
-}
+export { iou };
 
 export interface Match {
   detected: number;

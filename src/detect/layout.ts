@@ -35,6 +35,8 @@ const MIN_HEIGHT = 6;
 /** A cell taller than this is a text area (long text) only when empty; else not a cell. */
 const MAX_CELL_HEIGHT = 160;
 const CHECK_MIN = 4.5;
+const MAX_RULES = 4000;
+const MAX_WORDS = 20_000;
 const CHECK_MAX = 16;
 
 /** Collinear rules that touch or overlap become one (per row, sorted). */
@@ -62,17 +64,6 @@ export function mergeSegments(segments: readonly Segment[], gap = 1.2): Segment[
 }
 
 const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
-
-/** Words of a box (their centre inside it). */
-function wordsIn(words: readonly Word[], x1: number, y1: number, x2: number, y2: number): Word[] {
-  const out: Word[] = [];
-  for (const w of words) {
-    const cx = w.x + w.w / 2;
-    const cy = w.y + w.h / 2;
-    if (cx > x1 && cx < x2 && cy > y1 && cy < y2) out.push(w);
-  }
-  return out;
-}
 
 /** Words that overlap a box by at least `share` of their own area. */
 function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
@@ -208,6 +199,9 @@ export function typeFor(label: string, b: Box, lineHeight: number): FieldType {
  */
 export function pageCandidates(page: PageGraphics): Candidate[] {
   const index = new PageIndex(page);
+  // Thousands of rules or words: a drawing, a map or a hostile page, not a form to fill (and the
+  // rules below compare rules with rules and boxes with words).
+  if (index.horizontal.length > MAX_RULES || index.vertical.length > MAX_RULES || page.shapes.length > MAX_RULES * 2 || index.words.length > MAX_WORDS) return [];
   const out: Candidate[] = [];
   const { width: W, height: H } = page;
   const lh = index.lineHeight;
@@ -269,8 +263,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   for (const rule of horizontal) {
     const len = rule.b - rule.a;
     if (len < MIN_WIDTH) continue;
-    // The page's frame and rules across the whole page are structure (but their pieces between
-    // verticals can still be cells, so only whole-page rules with nothing crossing them go).
+    // Split where vertical rules cross it from above: each piece is the floor of a cell of its own.
     const cuts = vertical
       .filter((v) => v.at > rule.a + 1.5 && v.at < rule.b - 1.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5)
       .map((v) => v.at)

@@ -450,4 +450,19 @@ describe('layout detection: pages with form widgets', () => {
     assert.equal(second.label, 'City');
     assertAboveRule(second, { x1: 110, x2: 300, y: H - 498 });
   });
+
+  it('a page of vector art (thousands of rules) is not read as a form: no field, and the labelled line beside it is not either', async () => {
+    const fields = await fieldsOf([
+      {
+        draw: (d) => {
+          fillIn(d, 'Name', 700, 150, 350);
+          // A hatching of 4,500 short rules: a drawing, not a form.
+          for (let i = 0; i < 4500; i++) d.rule(72 + (i % 90) * 5, 75 + (i % 90) * 5, 100 + Math.floor(i / 90) * 8, 0.3);
+        },
+      },
+      { draw: (d) => fillIn(d, 'Name', 700, 150, 350) },
+    ]);
+    // The same labelled line on a page of its own is found: the art page alone is skipped.
+    assert.deepEqual(fields.map((f) => f.pageNumber), [2], show(fields));
+  });
 });
