@@ -169,7 +169,9 @@ export function readPage(
         const op = args[0] as number;
         const data = (args[1] as unknown[] | undefined)?.[0] as ArrayLike<number> | undefined;
         if (!data || typeof data.length !== 'number') break;
+        // Past the budget, no more paths are read (one huge path counts whole, before it is read).
         points += data.length;
+        if (points > MAX_POINTS) break;
         const stroke = op === OPS.stroke || op === OPS.closeStroke || op === OPS.fillStroke || op === OPS.eoFillStroke || op === OPS.closeFillStroke || op === OPS.closeEOFillStroke;
         const fill = op === OPS.fill || op === OPS.eoFill || op === OPS.fillStroke || op === OPS.eoFillStroke || op === OPS.closeFillStroke || op === OPS.closeEOFillStroke;
         if (!stroke && !fill) break;
@@ -328,8 +330,10 @@ function splitWords(page: PageGraphics, item: TextContentItem, base: Matrix): vo
   // Where a character of the run starts: its share of the run's advance, by Helvetica's widths
   // (a run carries only its total advance; an even share per character would misplace
   // underscores after narrow letters).
-  const whole = helvetica(str) || 1;
-  const at = (i: number) => (advance * helvetica(str.slice(0, i))) / whole;
+  const prefix = new Float64Array(str.length + 1);
+  for (let i = 0; i < str.length; i++) prefix[i + 1] = prefix[i]! + helvetica(str[i]!);
+  const whole = prefix[str.length]! || 1;
+  const at = (i: number) => (advance * prefix[i]!) / whole;
   // Pieces: underscore runs apart, and text split at two or more spaces.
   const pieces: Array<{ start: number; end: number }> = [];
   let last = 0;

@@ -37,6 +37,7 @@ const MAX_CELL_HEIGHT = 160;
 const CHECK_MIN = 4.5;
 const MAX_RULES = 4000;
 const MAX_WORDS = 20_000;
+const MAX_PIECES = 20_000;
 const CHECK_MAX = 16;
 
 /** Collinear rules that touch or overlap become one (per row, sorted). */
@@ -259,7 +260,9 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   const horizontal = index.horizontal.filter((s) => !(inSquare(s.a, s.at) && inSquare(s.b, s.at)));
   const vertical = index.vertical.filter((s) => !(inSquare(s.at, s.a) && inSquare(s.at, s.b)));
 
-  // Cells and fill-in lines: the space above each horizontal rule.
+  // Cells and fill-in lines: the space above each horizontal rule (at most MAX_PIECES of them a
+  // page: each is compared with the page's rules and words).
+  let budget = MAX_PIECES;
   for (const rule of horizontal) {
     const len = rule.b - rule.a;
     if (len < MIN_WIDTH) continue;
@@ -269,6 +272,8 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
       .map((v) => v.at)
       .sort((p, q) => p - q);
     const xs = [rule.a, ...cuts, rule.b];
+    budget -= xs.length;
+    if (budget < 0) return [];
     const pieces: Array<{ x1: number; x2: number; top: number | null }> = [];
     for (let k = 1; k < xs.length; k++) {
       const x1 = xs[k - 1]!;

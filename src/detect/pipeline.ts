@@ -19,7 +19,11 @@ export interface DetectOptions {
   signal?: AbortSignal;
   /** For tests of the AI engine. */
   fetch?: typeof fetch;
+  /** How long the AI review of all pages may take (default 5 minutes, well inside the thread's limit). */
+  aiBudgetMs?: number;
 }
+
+const AI_BUDGET_MS = 5 * 60_000;
 
 /** Sources in the order they win when two find the same box. */
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
@@ -40,6 +44,9 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
   const layout: DetectedField[] = [];
   const aiPages: AiPageInput[] = [];
   const wantAi = options.engine === 'ai';
+  // Pages done: read, and reviewed by the model where they have candidates to review.
+  let done = 0;
+  const pageDone = () => options.onProgress?.(++done, total);
   options.onProgress?.(0, total);
   for (let pageNumber = 1; pageNumber <= total; pageNumber++) {
     const page = await doc.getPage(pageNumber);
@@ -58,9 +65,11 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
       texts.push({ pageNumber, view, items: items.map((i) => ({ str: i.str, transform: i.transform as number[], width: i.width })) });
     }
     // A page with widgets or tags says where its fields are: no layout detection there.
-    if (annotations.some((a) => a.subtype === 'Widget') || texts.at(-1)?.pageNumber === pageNumber) {
+    const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
+    const tags = texts.at(-1)?.pageNumber === pageNumber && detectTextTags([texts.at(-1)!], []).length > 0;
+    if (widgets || tags) {
       page.cleanup();
-      options.onProgress?.(pageNumber, total);
+      pageDone();
       continue;
     }
     // The printed page only: widget appearances are the acroform detector's.
@@ -86,9 +95,10 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
         rect: { x: w.x / graphics.width, y: w.y / graphics.height, width: w.w / graphics.width, height: w.h / graphics.height },
       }));
       aiPages.push({ pageNumber, text, candidates: fields });
+    } else {
+      pageDone();
     }
     page.cleanup();
-    options.onProgress?.(pageNumber, total);
   }
   const skipped: Record<string, number> = {};
   const warnings: string[] = [];
@@ -98,7 +108,34 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
   if (wantAi) {
     const pages = aiPages.filter((p) => !exactPages.has(p.pageNumber));
     if (!options.ai) warnings.push('ai: no AI endpoint is configured; the layout result is used');
-    else if (pages.length) detected = await refineWithAi(pages, options.ai, warnings, { signal: options.signal, fetch: options.fetch });
+    const refined: DetectedField[] = [];
+    const warn = (message: string) => {
+      if (warnings.length < 100) warnings.push(message);
+    };
+    const deadline = performance.now() + (options.aiBudgetMs ?? AI_BUDGET_MS);
+    for (const page of pages) {
+      const remaining = deadline - performance.now();
+      if (!options.ai || remaining <= 0) {
+        if (options.ai) warn(`ai: page ${page.pageNumber}: the AI review ran out of its time; the layout result is used`);
+        refined.push(...page.candidates);
+      } else {
+        // One page at a time under what is left of the budget: a slow endpoint costs the review
+        // of the pages it did not reach, never the job.
+        const budget = AbortSignal.timeout(Math.ceil(remaining));
+        const signal = options.signal ? AbortSignal.any([options.signal, budget]) : budget;
+        try {
+          refined.push(...(await refineWithAi([page], options.ai, warnings, { signal, fetch: options.fetch })));
+        } catch (error) {
+          if (options.signal?.aborted || !budget.aborted) throw error;
+          warn(`ai: page ${page.pageNumber}: the AI review ran out of its time; the layout result is used`);
+          refined.push(...page.candidates);
+        }
+      }
+      pageDone();
+    }
+    for (const page of aiPages) if (exactPages.has(page.pageNumber)) pageDone();
+    const reviewed = new Set(pages.map((p) => p.pageNumber));
+    detected = [...detected.filter((f) => !reviewed.has(f.pageNumber)), ...refined];
   }
   const found = [...exact, ...detected];
   const { fields, duplicates } = mergeSources(found);

@@ -423,3 +423,38 @@ describe('ai engine: refineWithAi', () => {
     assert.deepEqual(fields, []);
   });
 });
+
+describe('the ai engine in the pipeline: a time budget for the whole review', () => {
+  it('an endpoint that never answers costs the review of the pages it did not reach, never the job; progress waits for the review', async () => {
+    const { drawPdf } = await import('../helpers/layout-pdf.js');
+    const { detectFields } = await import('../../src/detect/pipeline.js');
+    const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
+    const hanging = http.createServer(() => {
+      // never answers
+    });
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const { port } = hanging.address() as AddressInfo;
+    const page = { draw: (d: { text: (t: string, x: number, y: number) => void; rule: (a: number, b: number, y: number) => void }) => (d.text('Full name', 72, 700), d.rule(140, 360, 698)) };
+    const data = await drawPdf([page, page, page]);
+    const doc = await pdfjs.getDocument({ data, verbosity: 0, isEvalSupported: false }).promise;
+    const progress: number[] = [];
+    const started = performance.now();
+    try {
+      const result = await detectFields(doc, {
+        engine: 'ai',
+        ai: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: null, model: 'm', timeoutMs: 60_000, maxRetries: 0 },
+        aiBudgetMs: 400,
+        onProgress: (done) => progress.push(done),
+      });
+      assert.ok(performance.now() - started < 5000, 'the budget, not the request timeout, bounds the review');
+      assert.deepEqual(result.fields.map((f) => [f.pageNumber, f.source, f.label]), [1, 2, 3].map((n) => [n, 'layout', 'Full name']));
+      assert.deepEqual(result.stats.warnings, [1, 2, 3].map((n) => `ai: page ${n}: the AI review ran out of its time; the layout result is used`));
+      // Pages with candidates are done once reviewed: nothing counts as done while they wait.
+      assert.deepEqual(progress, [0, 1, 2, 3]);
+    } finally {
+      await doc.destroy();
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
+  });
+});
