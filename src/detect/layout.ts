@@ -184,7 +184,7 @@ const NUMBER = /amount|\btotal\b|\bsum\b|\$|€|£|\bbetrag|\bmontant|\bnumber o
 
 /** A field type from a label and the box's shape. */
 export function typeFor(label: string, b: Box, lineHeight: number): FieldType {
-  if (SIGNATURE.test(label) && !/\bdate\b/i.test(label.replace(SIGNATURE, ''))) return 'digital_signature';
+  // "Signature" wins over "Date" in "Signature and date": the line is for the signature.
   if (SIGNATURE.test(label)) return 'digital_signature';
   if (INITIALS.test(label)) return 'initials';
   if (EMAIL.test(label)) return 'email';
