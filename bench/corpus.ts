@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PDFArray, PDFDict, PDFDocument, PDFName, PDFRef } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFName } from '@cantoo/pdf-lib';
 import { iou } from '../src/detect/geometry.js';
 import type { DetectedField, Rect } from '../src/detect/types.js';
 import { CORPUS } from '../test/helpers/files.js';
@@ -42,15 +42,17 @@ export function classOfType(type: string): Cls {
   return 'text';
 }
 
+const isWidget = (annots: PDFArray, i: number) => {
+  const a = annots.lookup(i);
+  return a instanceof PDFDict && a.get(PDFName.of('Subtype'))?.toString() === '/Widget';
+};
+
 function countWidgets(doc: PDFDocument): number {
   let n = 0;
   for (const page of doc.getPages()) {
     const annots = page.node.lookupMaybe(PDFName.of('Annots'), PDFArray);
     if (!annots) continue;
-    for (let i = 0; i < annots.size(); i++) {
-      const a = annots.lookup(i);
-      if (a instanceof PDFDict && a.get(PDFName.of('Subtype'))?.toString() === '/Widget') n++;
-    }
+    for (let i = 0; i < annots.size(); i++) if (isWidget(annots, i)) n++;
   }
   return n;
 }
@@ -62,12 +64,7 @@ export async function stripWidgets(original: Uint8Array, encrypted: boolean): Pr
     const annots = page.node.lookupMaybe(PDFName.of('Annots'), PDFArray);
     if (!annots) continue;
     const kept = PDFArray.withContext(doc.context);
-    for (let i = 0; i < annots.size(); i++) {
-      const raw = annots.get(i);
-      const a = annots.lookup(i);
-      if (a instanceof PDFDict && a.get(PDFName.of('Subtype'))?.toString() === '/Widget') continue;
-      kept.push(raw instanceof PDFRef ? raw : raw);
-    }
+    for (let i = 0; i < annots.size(); i++) if (!isWidget(annots, i)) kept.push(annots.get(i));
     if (kept.size() === 0) page.node.delete(PDFName.of('Annots'));
     else page.node.set(PDFName.of('Annots'), kept);
   }

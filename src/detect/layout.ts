@@ -232,7 +232,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
       const b = { x: first.x, y: first.y, w: last.x + last.w - first.x, h: first.h };
       for (const s of row) combed.add(s);
       const label = labelFor(index, b, []);
-      out.push({ ...b, kind: 'comb', type: typeFor(label, b, index.lineHeight), label, score: 0.8 });
+      out.push({ ...b, kind: 'comb', type: typeFor(label, b, lh), label, score: 0.8 });
     }
     i = j;
   }

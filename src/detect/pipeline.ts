@@ -25,6 +25,36 @@ export interface DetectOptions {
 
 const AI_BUDGET_MS = 5 * 60_000;
 
+/**
+ * The `ai` engine: the model reviews each page's layout candidates, one page at a time within the
+ * review's time budget. A slow endpoint costs the review of the pages it did not reach (they keep
+ * their layout fields, with a warning), never the job; stopping the job (`options.signal`) stops it.
+ */
+async function review(pages: readonly AiPageInput[], options: DetectOptions, warnings: string[], pageDone: () => void): Promise<DetectedField[]> {
+  const warn = (message: string) => {
+    if (warnings.length < 100) warnings.push(message);
+  };
+  if (!options.ai) warn('ai: no AI endpoint is configured; the layout result is used');
+  const fields: DetectedField[] = [];
+  const deadline = performance.now() + (options.aiBudgetMs ?? AI_BUDGET_MS);
+  for (const page of pages) {
+    const remaining = Math.ceil(deadline - performance.now());
+    let reviewed: DetectedField[] | null = null;
+    if (options.ai && remaining > 0) {
+      const budget = AbortSignal.timeout(remaining);
+      try {
+        reviewed = await refineWithAi([page], options.ai, warnings, { signal: options.signal ? AbortSignal.any([options.signal, budget]) : budget, fetch: options.fetch });
+      } catch (error) {
+        if (options.signal?.aborted || !budget.aborted) throw error;
+      }
+    }
+    if (options.ai && !reviewed) warn(`ai: page ${page.pageNumber}: the AI review ran out of its time; the layout result is used`);
+    fields.push(...(reviewed ?? page.candidates));
+    pageDone();
+  }
+  return fields;
+}
+
 /** Sources in the order they win when two find the same box. */
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
 
@@ -32,15 +62,16 @@ const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, 
  * Reads every page once (its view, widget annotations, text and drawing), runs the exact
  * detectors (`acroform`, `text_tag`) and the layout detector, and merges their fields: a box that
  * another source found already on the same page (IoU ≥ 0.5) is a duplicate and dropped, the more
- * exact source winning. Layout fields are kept only on pages where no exact source found a field:
- * a page with form widgets or text tags already says where its fields are. With `engine: "ai"`,
+ * exact source winning. The layout detector runs only on pages with no fillable widget and no
+ * tag: such a page already says where its fields are. With `engine: "ai"`,
  * the layout candidates of each page are reviewed by the configured model.
  */
 export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions = {}): Promise<DetectionResult> {
   const started = performance.now();
   const total = doc.numPages;
   const annotated = [];
-  const texts = [];
+  const warnings: string[] = [];
+  const tagged: DetectedField[] = [];
   const layout: DetectedField[] = [];
   const aiPages: AiPageInput[] = [];
   const wantAi = options.engine === 'ai';
@@ -60,14 +91,12 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     const content = await page.getTextContent();
     const items = content.items.filter((item): item is TextItem & typeof item => 'str' in item);
     annotated.push({ pageNumber, view, annotations });
-    // Only pages that may hold a tag keep their text: a long, text-dense PDF stays small here.
-    if (items.some((i) => i.str.includes('{')) && items.map((i) => i.str).join('').includes('{{')) {
-      texts.push({ pageNumber, view, items: items.map((i) => ({ str: i.str, transform: i.transform as number[], width: i.width })) });
-    }
-    // A page with widgets or tags says where its fields are: no layout detection there.
+    // Tags are read page by page (only a page that may hold one is looked at).
+    const tags = items.some((i) => i.str.includes('{')) ? detectTextTags([{ pageNumber, view, items }], warnings) : [];
+    tagged.push(...tags);
+    // A page with fillable widgets or tags says where its fields are: no layout detection there.
     const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
-    const tags = texts.at(-1)?.pageNumber === pageNumber && detectTextTags([texts.at(-1)!], []).length > 0;
-    if (widgets || tags) {
+    if (widgets || tags.length) {
       page.cleanup();
       pageDone();
       continue;
@@ -101,42 +130,10 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     page.cleanup();
   }
   const skipped: Record<string, number> = {};
-  const warnings: string[] = [];
-  const exact = [...detectAcroform(annotated, skipped), ...detectTextTags(texts, warnings)];
-  const exactPages = new Set(exact.map((f) => f.pageNumber));
-  let detected = layout.filter((f) => !exactPages.has(f.pageNumber));
-  if (wantAi) {
-    const pages = aiPages.filter((p) => !exactPages.has(p.pageNumber));
-    if (!options.ai) warnings.push('ai: no AI endpoint is configured; the layout result is used');
-    const refined: DetectedField[] = [];
-    const warn = (message: string) => {
-      if (warnings.length < 100) warnings.push(message);
-    };
-    const deadline = performance.now() + (options.aiBudgetMs ?? AI_BUDGET_MS);
-    for (const page of pages) {
-      const remaining = deadline - performance.now();
-      if (!options.ai || remaining <= 0) {
-        if (options.ai) warn(`ai: page ${page.pageNumber}: the AI review ran out of its time; the layout result is used`);
-        refined.push(...page.candidates);
-      } else {
-        // One page at a time under what is left of the budget: a slow endpoint costs the review
-        // of the pages it did not reach, never the job.
-        const budget = AbortSignal.timeout(Math.ceil(remaining));
-        const signal = options.signal ? AbortSignal.any([options.signal, budget]) : budget;
-        try {
-          refined.push(...(await refineWithAi([page], options.ai, warnings, { signal, fetch: options.fetch })));
-        } catch (error) {
-          if (options.signal?.aborted || !budget.aborted) throw error;
-          warn(`ai: page ${page.pageNumber}: the AI review ran out of its time; the layout result is used`);
-          refined.push(...page.candidates);
-        }
-      }
-      pageDone();
-    }
-    for (const page of aiPages) if (exactPages.has(page.pageNumber)) pageDone();
-    const reviewed = new Set(pages.map((p) => p.pageNumber));
-    detected = [...detected.filter((f) => !reviewed.has(f.pageNumber)), ...refined];
-  }
+  const exact = [...detectAcroform(annotated, skipped), ...tagged];
+  // Layout fields are only on pages without exact ones; with `ai`, every such page with fields
+  // waits in `aiPages` for its review.
+  const detected = wantAi ? await review(aiPages, options, warnings, pageDone) : layout;
   const found = [...exact, ...detected];
   const { fields, duplicates } = mergeSources(found);
   const counts: Partial<Record<Source, number>> = {};

@@ -44,8 +44,8 @@ export interface ParseJobView {
 }
 
 /**
- * Pages read of pages in the document: while `processing` as the running attempt last reported
- * it (null before its first page), all of them once `completed`, the last value when `failed`,
+ * Pages done of pages in the document: while `processing` as the running attempt last reported
+ * it (null until its first report), all of them once `completed`, the last value when `failed`,
  * null while `pending`.
  */
 export interface Progress {

@@ -63,7 +63,7 @@ export const ParseJobSchema = Type.Object(
         { pagesDone: Type.Integer({ minimum: 0 }), pagesTotal: Type.Integer({ minimum: 0 }) },
         {
           description:
-            'Pages read of pages in the document, for a progress bar: while processing as last reported (null before the first page), all of them once completed, the last value when failed, null while pending',
+            'Pages done of pages in the document, for a progress bar: null while pending; while processing as last reported (pagesDone 0 once the PDF is open; with the ai engine a page with candidates is done once the model has reviewed it), all of them once completed, the last value when failed',
         },
       ),
     ),
