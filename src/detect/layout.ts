@@ -26,6 +26,8 @@ export interface Candidate extends Box {
   score: number;
   /** For squares: a circle or an oval (a radio button). */
   round?: boolean;
+  /** For combs: the width of one of its cells. */
+  cell?: number;
   /** For cells: the whole cell, between its rules (the field may be part of it). */
   frame?: { x1: number; x2: number; top: number; bottom: number };
 }
@@ -195,6 +197,19 @@ export function typeFor(label: string, b: Box, lineHeight: number): FieldType {
   return 'short_text';
 }
 
+/** Boxes in reading order: rows of tops each within 1.2 pt of the next, each row left to right. */
+function inRows<T extends Box>(boxes: readonly T[]): T[] {
+  const byY = [...boxes].sort((p, q) => p.y - q.y);
+  const out: T[] = [];
+  for (let i = 0; i < byY.length; ) {
+    let j = i + 1;
+    while (j < byY.length && byY[j]!.y - byY[j - 1]!.y <= 1.2) j++;
+    out.push(...byY.slice(i, j).sort((p, q) => p.x - q.x));
+    i = j;
+  }
+  return out;
+}
+
 /**
  * Every candidate of a page, in page points.
  */
@@ -209,30 +224,30 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   const writeHeight = Math.min(22, Math.max(11, lh * 1.7));
   // Combs drawn as rows of separate small boxes: one field over the row.
   const combed = new Set<Shape>();
-  const smalls = page.shapes
-    .filter((s) => !s.round && s.stroked && s.w >= 4 && s.w <= 26 && s.h >= 6 && s.h <= 30)
-    .sort((p, q) => p.y - q.y || p.x - q.x);
+  const smalls = inRows(page.shapes.filter((s) => !s.round && s.stroked && s.w >= 4 && s.w <= 26 && s.h >= 6 && s.h <= 30));
   for (let i = 0; i < smalls.length; ) {
     const row = [smalls[i]!];
     let j = i + 1;
     for (; j < smalls.length; j++) {
       const prev = row[row.length - 1]!;
       const s = smalls[j]!;
-      if (Math.abs(s.y - prev.y) > 1 || Math.abs(s.h - prev.h) > 1) break;
+      if (Math.abs(s.y - prev.y) > 1.5 || Math.abs(s.h - prev.h) > 1.5) break;
       const gap = s.x - (prev.x + prev.w);
-      if (gap < -1 || gap > Math.min(4, 0.5 * prev.w) || Math.abs(s.w - prev.w) > 0.35 * prev.w + 1) {
+      if (gap < -2.5 || gap > 0.5 * prev.w || Math.abs(s.w - prev.w) > 0.35 * prev.w + 1) {
         // Not part of this row; it may start the next one.
         break;
       }
       row.push(s);
     }
-    if (row.length >= 3) {
+    // Three boxes or more; or two that touch (two boxes to tick stand apart, with their labels).
+    const touching = row.every((s, k) => k === 0 || s.x - (row[k - 1]!.x + row[k - 1]!.w) <= 1.5);
+    if (row.length >= 3 || (row.length === 2 && touching)) {
       const first = row[0]!;
       const last = row[row.length - 1]!;
       const b = { x: first.x, y: first.y, w: last.x + last.w - first.x, h: first.h };
       for (const s of row) combed.add(s);
       const label = labelFor(index, b, []);
-      out.push({ ...b, kind: 'comb', type: typeFor(label, b, lh), label, score: 0.8 });
+      out.push({ ...b, kind: 'comb', type: typeFor(label, b, lh), label, score: 0.8, cell: b.w / row.length });
     }
     i = j;
   }
@@ -282,7 +297,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
       pieces.push({ x1, x2, top: index.ceiling(x1, x2, rule.at, MAX_CELL_HEIGHT) });
     }
     // Comb fields: three or more narrow pieces of one width and one top, side by side.
-    const merged: Array<{ x1: number; x2: number; top: number | null; comb: boolean }> = [];
+    const merged: Array<{ x1: number; x2: number; top: number | null; cells: number }> = [];
     for (let k = 0; k < pieces.length; ) {
       const p = pieces[k]!;
       let j = k;
@@ -296,14 +311,14 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
         ) j++;
       }
       if (j - k >= 2) {
-        merged.push({ x1: p.x1, x2: pieces[j]!.x2, top: p.top, comb: true });
+        merged.push({ x1: p.x1, x2: pieces[j]!.x2, top: p.top, cells: j - k + 1 });
       } else {
-        for (let q = k; q <= j; q++) merged.push({ ...pieces[q]!, comb: false });
+        for (let q = k; q <= j; q++) merged.push({ ...pieces[q]!, cells: 0 });
       }
       k = j + 1;
     }
     for (const piece of merged) {
-      const candidate = cellAbove(index, piece.x1, piece.x2, rule, piece.top, writeHeight, piece.comb);
+      const candidate = cellAbove(index, piece.x1, piece.x2, rule, piece.top, writeHeight, piece.cells);
       if (candidate) out.push(candidate);
     }
   }
@@ -317,7 +332,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     out.push({ ...b, kind: 'underscore', type: typeFor(label, b, lh), label, score: label ? 0.8 : 0.6 });
   }
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
-  return dedupe(joinCents(dropHeaders(out)).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
+  return dedupe(joinCombs(joinCents(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
 }
 
 /**
@@ -325,7 +340,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
  * the top of the cell, or, with no rule above, a line's height. `null` when the space holds
  * printed text, is shaded, or is not the size of a field.
  */
-function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top: number | null, writeHeight: number, comb: boolean): Candidate | null {
+function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top: number | null, writeHeight: number, cells: number): Candidate | null {
   const width = x2 - x1;
   if (width < MIN_WIDTH) return null;
   const bottom = rule.at - rule.width / 2;
@@ -342,8 +357,8 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   // Where writing can go: below the words at the top of the cell.
   let y1 = cellTop + 1;
   let x = x1;
-  let kind: Candidate['kind'] = comb ? 'comb' : 'cell';
-  let score = comb ? 0.8 : 0.75;
+  let kind: Candidate['kind'] = cells ? 'comb' : 'cell';
+  let score = cells ? 0.8 : 0.75;
   if (inside.length) {
     const textBottom = Math.max(...inside.map((w) => w.y + w.h));
     const textTop = Math.min(...inside.map((w) => w.y));
@@ -384,7 +399,7 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   if (!label) score -= 0.15;
   const type = typeFor(label, b, lh);
   if (b.h > 60) score -= 0.1;
-  return { ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at } };
+  return { ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at }, ...(cells ? { cell: width / cells } : {}) };
 }
 
 /** A vertical rule on either side of x1..x2 that covers most of top..bottom. */
@@ -407,6 +422,30 @@ function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writ
   const label = labelFor(index, b, []);
   if (!label) return null;
   return { ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 };
+}
+
+/**
+ * Combs in groups (`[][][]-[][]-[][][][]`, a telephone number in three groups, the tail of a
+ * comb drawn apart from its head): groups on one row, of one height, no more than half a cell
+ * apart, are one field.
+ */
+function joinCombs(candidates: Candidate[]): Candidate[] {
+  const combs = inRows(candidates.filter((c) => c.kind === 'comb' && c.cell));
+  const dropped = new Set<Candidate>();
+  for (let i = 0; i < combs.length; ) {
+    const head = combs[i]!;
+    let j = i + 1;
+    for (; j < combs.length; j++) {
+      const next = combs[j]!;
+      const gap = next.x - (head.x + head.w);
+      if (Math.abs(next.y - head.y) > 1.5 || Math.abs(next.y + next.h - (head.y + head.h)) > 1.5) break;
+      if (gap < -3 || gap > 0.5 * Math.min(head.cell!, next.cell!) || Math.abs(next.cell! - head.cell!) > 0.35 * head.cell! + 1) break;
+      head.w = next.x + next.w - head.x;
+      dropped.add(next);
+    }
+    i = j;
+  }
+  return candidates.filter((c) => !dropped.has(c));
 }
 
 /**
