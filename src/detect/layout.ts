@@ -332,7 +332,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     out.push({ ...b, kind: 'underscore', type: typeFor(label, b, lh), label, score: label ? 0.8 : 0.6 });
   }
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
-  return dedupe(joinCombs(joinCents(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
+  return dedupe(joinCombs((process.env.NOCENTS ? (x: Candidate[]) => x : joinCents)(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
 }
 
 /**
@@ -388,7 +388,7 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   if (b.h < MIN_HEIGHT || b.w < MIN_WIDTH) return null;
   // A cell two or more lines tall that is not wide enough for a text area is written on its
   // bottom line (a row whose printed description runs over two lines).
-  if (b.h > writeHeight * 1.9 && !(b.w >= 150 && b.h >= 36)) {
+  if (b.h > writeHeight * 1.4 && !(b.w >= 150 && b.h >= 36)) {
     b.y = bottom - writeHeight;
     b.h = writeHeight;
   }
