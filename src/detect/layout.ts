@@ -331,6 +331,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     const label = labelFor(index, b, []);
     out.push({ ...b, kind: 'underscore', type: typeFor(label, b, lh), label, score: label ? 0.8 : 0.6 });
   }
+  yesNoColumns(index, out);
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
   return dedupe(joinCombs((process.env.NOCENTS ? (x: Candidate[]) => x : joinCents)(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
 }
@@ -422,6 +423,35 @@ function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writ
   const label = labelFor(index, b, []);
   if (!label) return null;
   return { ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 };
+}
+
+const YES_NO = /^(yes|no|oui|non|ja|nein|s[ií]|n\/a)$/i;
+
+/**
+ * Yes/No columns: an empty cell under a column headed "Yes" or "No" is a box to tick, drawn or
+ * not; it becomes a check box in the middle of the cell.
+ */
+function yesNoColumns(index: PageIndex, candidates: Candidate[]): void {
+  for (const c of candidates) {
+    if ((c.kind !== 'cell' && c.kind !== 'cell-top') || !c.frame || c.h > 30 || c.w > 60) continue;
+    const { x1, x2, top } = c.frame;
+    let header: Word | null = null;
+    if (c.kind === 'cell-top') {
+      const inside = wordsOver(index.words, { x: x1, y: top, w: x2 - x1, h: c.y - top }, 0.5);
+      if (inside.length === 1) header = inside[0]!;
+    } else {
+      // The nearest word above whose middle is within the column.
+      for (const w of index.words) {
+        const mid = w.x + w.w / 2;
+        if (mid < x1 || mid > x2 || w.y + w.h > top + 1 || top - (w.y + w.h) > 100) continue;
+        if (!header || w.y > header.y) header = w;
+      }
+    }
+    if (!header || !YES_NO.test(header.str.trim())) continue;
+    const side = Math.max(CHECK_MIN, Math.min(10, c.h - 2, c.w - 2));
+    Object.assign(c, { x: c.x + (c.w - side) / 2, y: c.y + (c.h - side) / 2, w: side, h: side, kind: 'square', type: 'checkbox', label: '', round: false });
+    c.frame = undefined;
+  }
 }
 
 /**
