@@ -73,7 +73,8 @@ function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
   return words.filter((w) => overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h);
 }
 
-const isLeader = (s: string) => /^[.\u2026·_\-–—:\s]+$/.test(s);
+/** Dot leaders, dashes, and the separators printed in a comb or an amount (`,` `/`): not words. */
+const isLeader = (s: string) => /^[.,\/\u2026·_\-–—:\s]+$/.test(s);
 const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
 const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
 
@@ -348,6 +349,8 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   const lh = index.lineHeight;
   // A rule far above with no sides joining the two is the line before, not the top of a box.
   if (top !== null && bottom - top > writeHeight * 1.3 && !hasSides(index, x1, x2, top, bottom)) top = null;
+  // The top edge of a box below, with no sides above it: the space above is outside the box.
+  if ((top === null || !hasSides(index, x1, x2, top, bottom)) && boxTop(index, x1, x2, rule.at)) return null;
   if (top === null) return openLine(index, x1, x2, bottom, writeHeight);
   const cellTop = top;
   const height = bottom - cellTop;
@@ -401,6 +404,12 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   const type = typeFor(label, b, lh);
   if (b.h > 60) score -= 0.1;
   return { ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at }, ...(cells ? { cell: width / cells } : {}) };
+}
+
+/** Vertical rules going down from both ends of the rule x1..x2 at `y`: the top of a box. */
+function boxTop(index: PageIndex, x1: number, x2: number, y: number): boolean {
+  const down = (x: number) => index.vertical.some((v) => Math.abs(v.at - x) < 2.5 && v.a >= y - 3 && v.a <= y + 2 && v.b > y + 5);
+  return down(x1) && down(x2);
 }
 
 /** A vertical rule on either side of x1..x2 that covers most of top..bottom. */
