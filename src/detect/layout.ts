@@ -319,8 +319,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
       k = j + 1;
     }
     for (const piece of merged) {
-      const candidate = cellAbove(index, piece.x1, piece.x2, rule, piece.top, writeHeight, piece.cells);
-      if (candidate) out.push(candidate);
+      out.push(...cellAbove(index, piece.x1, piece.x2, rule, piece.top, writeHeight, piece.cells));
     }
   }
 
@@ -342,21 +341,23 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
  * the top of the cell, or, with no rule above, a line's height. `null` when the space holds
  * printed text, is shaded, or is not the size of a field.
  */
-function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top: number | null, writeHeight: number, cells: number): Candidate | null {
+const listOf = <T>(x: T | null): T[] => (x ? [x] : []);
+
+function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top: number | null, writeHeight: number, cells: number): Candidate[] {
   const width = x2 - x1;
-  if (width < MIN_WIDTH) return null;
   const bottom = rule.at - rule.width / 2;
+  if (width < MIN_WIDTH) return cells || top === null ? [] : listOf(tickCell(index, x1, x2, top, bottom));
   const lh = index.lineHeight;
   // A rule far above with no sides joining the two is the line before, not the top of a box.
   if (top !== null && bottom - top > writeHeight * 1.3 && !hasSides(index, x1, x2, top, bottom)) top = null;
   // The top edge of a box below, with no sides above it: the space above is outside the box.
-  if ((top === null || !hasSides(index, x1, x2, top, bottom)) && boxTop(index, x1, x2, rule.at)) return null;
+  if ((top === null || !hasSides(index, x1, x2, top, bottom)) && boxTop(index, x1, x2, rule.at)) return [];
   if (top === null) return openLine(index, x1, x2, bottom, writeHeight);
   const cellTop = top;
   const height = bottom - cellTop;
-  if (height < MIN_HEIGHT) return null;
+  if (height < MIN_HEIGHT) return [];
   const cell = { x: x1, y: cellTop, w: width, h: height };
-  if (index.shadedShare(cell) > 0.4) return null;
+  if (index.shadedShare(cell) > 0.4) return [];
   const inside = wordsOver(index.words, { x: x1, y: cellTop, w: width, h: height }, 0.5).filter((w) => !isLeader(w.str));
   // Where writing can go: below the words at the top of the cell.
   let y1 = cellTop + 1;
@@ -384,26 +385,35 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
         kind = 'cell-left';
         score = 0.55;
       } else {
-        return null;
+        return [];
       }
     }
   }
   const b = { x, y: y1, w: x2 - x, h: bottom - y1 };
-  if (b.h < MIN_HEIGHT || b.w < MIN_WIDTH) return null;
+  if (b.h < MIN_HEIGHT || b.w < MIN_WIDTH) return [];
   // A cell two or more lines tall that is not wide enough for a text area is written on its
   // bottom line (a row whose printed description runs over two lines).
   if (b.h > writeHeight * 1.4 && !(b.w >= 150 && b.h >= 36)) {
     b.y = bottom - writeHeight;
     b.h = writeHeight;
   }
-  if (b.h > MAX_CELL_HEIGHT) return null;
+  if (b.h > MAX_CELL_HEIGHT) return [];
   // A tall empty cell much taller than wide is a column of a table, not a field.
-  if (b.h > 3 * b.w && b.h > 40) return null;
+  if (b.h > 3 * b.w && b.h > 40) return [];
   const label = labelFor(index, b, inside);
   if (!label) score -= 0.15;
   const type = typeFor(label, b, lh);
   if (b.h > 60) score -= 0.1;
-  return { ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at }, ...(cells ? { cell: width / cells } : {}) };
+  return [{ ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at }, ...(cells ? { cell: width / cells } : {}) }];
+}
+
+/** A small empty square cell of a table (a column of boxes to tick): a check box. */
+function tickCell(index: PageIndex, x1: number, x2: number, top: number, bottom: number): Candidate | null {
+  const b = { x: x1, y: top, w: x2 - x1, h: bottom - top };
+  if (b.w < CHECK_MIN || b.h < CHECK_MIN || b.h > CHECK_MAX || Math.abs(b.w - b.h) > 0.35 * Math.max(b.w, b.h)) return null;
+  if (!hasSides(index, x1, x2, top, bottom) || index.shadedShare(b) > 0.4) return null;
+  if (wordsOver(index.words, b, 0.3).some((w) => !isLeader(w.str) && !isCheckGlyph(w.str))) return null;
+  return { ...b, kind: 'square', type: 'checkbox', label: '', score: 0.7 };
 }
 
 /** Vertical rules going down from both ends of the rule x1..x2 at `y`: the top of a box. */
@@ -419,19 +429,19 @@ function hasSides(index: PageIndex, x1: number, x2: number, top: number, bottom:
 }
 
 /** An open fill-in line: a line's height above the rule, when labelled and not written on. */
-function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writeHeight: number): Candidate | null {
+function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writeHeight: number): Candidate[] {
   const width = x2 - x1;
   const lh = index.lineHeight;
-  // Long, lonely rules across the page are separators, not lines to write on.
-  if (width > index.page.width * 0.75) return null;
   const b = { x: x1, y: bottom - writeHeight, w: width, h: writeHeight };
   const over = wordsOver(index.words, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3).filter((w) => !isLeader(w.str));
   // Text standing on the rule: an underline, or a printed value on a line.
-  if (over.length) return null;
-  if (index.shadedShare(b) > 0.5) return null;
+  if (over.length) return [];
+  // Long, lonely rules across the page are separators, not lines to write on.
+  if (width > index.page.width * 0.75) return [];
+  if (index.shadedShare(b) > 0.5) return [];
   const label = labelFor(index, b, []);
-  if (!label) return null;
-  return { ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 };
+  if (!label) return [];
+  return [{ ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 }];
 }
 
 const YES_NO = /^(yes|no|oui|non|ja|nein|s[ií]|n\/a)$/i;
