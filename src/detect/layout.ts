@@ -311,7 +311,9 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
           Math.abs(pieces[j + 1]!.top! - p.top) < 1.5
         ) j++;
       }
-      if (j - k >= 2) {
+      // Two narrow cells of one width are a comb of two (a two-digit code), not two fields.
+      const pair = j - k === 1 && pieces[k]!.x2 - pieces[k]!.x1 >= 8 && Math.abs(pieces[j]!.x2 - pieces[j]!.x1 - (p.x2 - p.x1)) <= 0.2 * (p.x2 - p.x1);
+      if (j - k >= 2 || pair) {
         merged.push({ x1: p.x1, x2: pieces[j]!.x2, top: p.top, cells: j - k + 1 });
       } else {
         for (let q = k; q <= j; q++) merged.push({ ...pieces[q]!, cells: 0 });
