@@ -275,6 +275,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   const inSquare = (x: number, y: number) => squares.some((q) => x >= q.x - 1 && x <= q.x + q.w + 1 && y >= q.y - 1 && y <= q.y + q.h + 1);
   const horizontal = index.horizontal.filter((s) => !(inSquare(s.a, s.at) && inSquare(s.b, s.at)));
   const vertical = index.vertical.filter((s) => !(inSquare(s.at, s.a) && inSquare(s.at, s.b)));
+  const chainTop = columnTops(vertical);
 
   // Cells and fill-in lines: the space above each horizontal rule (at most MAX_PIECES of them a
   // page: each is compared with the page's rules and words).
@@ -283,10 +284,8 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     const len = rule.b - rule.a;
     if (len < MIN_WIDTH) continue;
     // Split where vertical rules cross it from above: each piece is the floor of a cell of its own.
-    const cuts = vertical
-      .filter((v) => v.at > rule.a + 1.5 && v.at < rule.b - 1.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5)
-      .map((v) => v.at)
-      .sort((p, q) => p - q);
+    const crossing = vertical.filter((v) => v.at > rule.a + 1.5 && v.at < rule.b - 1.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5).sort((p, q) => p.at - q.at);
+    const cuts = subColumns(index, rule, crossing, chainTop).map((v) => v.at);
     const xs = [rule.a, ...cuts, rule.b];
     budget -= xs.length;
     if (budget < 0) return [];
@@ -336,6 +335,74 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   yesNoColumns(index, out);
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
   return dedupe(joinCombs((process.env.NOCENTS ? (x: Candidate[]) => x : joinCents)(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
+}
+
+/**
+ * Where each vertical rule's column line starts: its segments one under the other (broken where
+ * the rows' rules cross) are one line, and every segment maps to the top of its line.
+ */
+function columnTops(vertical: readonly Segment[]): Map<Segment, number> {
+  const tops = new Map<Segment, number>();
+  const sorted = [...vertical].sort((p, q) => p.at - q.at || p.a - q.a);
+  for (let i = 0; i < sorted.length; ) {
+    let j = i + 1;
+    while (j < sorted.length && sorted[j]!.at - sorted[j - 1]!.at <= 1) j++;
+    const column = sorted.slice(i, j).sort((p, q) => p.a - q.a);
+    let top = column[0]!.a;
+    let reach = column[0]!.b;
+    for (const v of column) {
+      if (v.a > reach + 2.5) top = v.a;
+      reach = Math.max(reach, v.b);
+      tops.set(v, top);
+    }
+    i = j;
+  }
+  return tops;
+}
+
+/**
+ * The verticals that cut a rule into cells, without the sub-columns: a vertical that starts lower
+ * than the column lines on both sides of it, under a header printed across it (a social security
+ * number in three groups under one "Social security number" header), divides one field's
+ * printed groups, not two fields.
+ */
+function subColumns(index: PageIndex, rule: Segment, crossing: readonly Segment[], tops: Map<Segment, number>): Segment[] {
+  if (crossing.length === 0) return [];
+  const endTop = (x: number) => {
+    let best = Infinity;
+    for (const v of index.vertical) if (Math.abs(v.at - x) < 2.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5) best = Math.min(best, tops.get(v) ?? v.a);
+    return best;
+  };
+  const all = [{ at: rule.a, top: endTop(rule.a) }, ...crossing.map((v) => ({ at: v.at, top: tops.get(v) ?? v.a })), { at: rule.b, top: endTop(rule.b) }];
+  const keep = new Set<number>();
+  for (let k = 1; k < all.length - 1; k++) {
+    const cut = all[k]!;
+    let l = k - 1;
+    while (l > 0 && all[l]!.top >= cut.top - 5) l--;
+    let r = k + 1;
+    while (r < all.length - 1 && all[r]!.top >= cut.top - 5) r++;
+    const left = all[l]!;
+    const right = all[r]!;
+    const lower = left.top < cut.top - 5 && right.top < cut.top - 5;
+    // The header: words across the cut, right over where it starts (no room to write under them),
+    // in one cell from the column line on the left to the one on the right (no other vertical
+    // between them there).
+    const header =
+      lower &&
+      index.words.some(
+        (w) =>
+          !isLeader(w.str) &&
+          w.x < cut.at - 3 &&
+          w.x + w.w > cut.at + 3 &&
+          w.x >= left.at - 2 &&
+          w.x + w.w <= right.at + 2 &&
+          w.y + w.h <= cut.top + 1 &&
+          w.y + w.h >= Math.max(left.top, right.top, cut.top - 0.9 * index.lineHeight) - 1 &&
+          !index.vertical.some((v) => v.at > left.at + 2 && v.at < right.at - 2 && overlap(v.a, v.b, w.y + w.h / 2, cut.top - 2) > 0),
+      );
+    if (!header) keep.add(k - 1);
+  }
+  return crossing.filter((_, i) => keep.has(i));
 }
 
 /**
