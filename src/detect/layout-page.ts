@@ -97,7 +97,7 @@ export interface TextContentItem {
 /**
  * Box glyphs of the symbol fonts that pdf.js reads as plain letters (no Unicode mapping):
  * ZapfDingbats o p q r (❏ ❐ ❑ ❒); Wingdings o q r ¨ ý þ; Wingdings 2 £ (Wingdings boxes that come
- * out in the private use area are in CHECK_GLYPHS already).
+ * out in the private use area are in CHECK_GLYPHS already). Their other glyphs become bullets.
  */
 const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
   [/dingbats/i, /[opqr]/g],
@@ -107,7 +107,9 @@ const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
 
 function symbolBoxes(str: string, font: string | undefined): string {
   if (!font) return str;
-  for (const [name, glyphs] of SYMBOL_BOXES) if (name.test(font)) return str.replace(glyphs, '\u2751');
+  // Their other glyphs (arrows, stars, bullets) are marks, not text: a bullet stands for each.
+  const other = new RegExp(`[^\\s\u2751${CHECK_GLYPHS}]`, 'gu');
+  for (const [name, glyphs] of SYMBOL_BOXES) if (name.test(font)) return str.replace(glyphs, '\u2751').replace(other, '\u2022');
   return str;
 }
 

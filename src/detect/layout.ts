@@ -73,8 +73,8 @@ function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
   return words.filter((w) => overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h);
 }
 
-/** Dot leaders, dashes, and the separators printed in a comb or an amount (`,` `/`): not words. */
-const isLeader = (s: string) => /^[.,\/\u2026·_\-–—:\s]+$/.test(s);
+/** Dot leaders, dashes, arrows, bullets, and separators printed in a comb or an amount (`,` `/`): no letter, digit or currency sign, not words. */
+const isLeader = (s: string) => !/[\p{L}\p{N}$€£%]/u.test(s);
 const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
 const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
 
