@@ -427,7 +427,10 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   if (height < MIN_HEIGHT) return [];
   const cell = { x: x1, y: cellTop, w: width, h: height };
   if (index.shadedShare(cell) > 0.4) return [];
-  const inside = wordsOver(index.words, { x: x1, y: cellTop, w: width, h: height }, 0.5).filter((w) => !isLeader(w.str));
+  const words = wordsOver(index.words, { x: x1, y: cellTop, w: width, h: height }, 0.5).filter((w) => !isLeader(w.str));
+  // A currency sign where the amount goes (`$ ______`) is not the cell's label.
+  const signs = words.filter((w) => /^[$€£]$/.test(w.str.trim()));
+  const inside = words.filter((w) => !signs.includes(w));
   // Where writing can go: below the words at the top of the cell.
   let y1 = cellTop + 1;
   let x = x1;
@@ -466,12 +469,18 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
     b.y = bottom - writeHeight;
     b.h = writeHeight;
   }
+  const sign = signs.filter((w) => w.y + w.h / 2 >= b.y && w.y + w.h / 2 <= b.y + b.h && w.x < b.x + b.w / 2).sort((p, q) => q.x - p.x)[0];
+  if (sign && sign.x + sign.w + 1 > b.x) {
+    b.w -= sign.x + sign.w + 1 - b.x;
+    b.x = sign.x + sign.w + 1;
+    if (b.w < MIN_WIDTH) return [];
+  }
   if (b.h > MAX_CELL_HEIGHT) return [];
   // A tall empty cell much taller than wide is a column of a table, not a field.
   if (b.h > 3 * b.w && b.h > 40) return [];
   const label = labelFor(index, b, inside);
   if (!label) score -= 0.15;
-  const type = typeFor(label, b, lh);
+  const type = typeFor(sign ? `${label} ${sign.str}` : label, b, lh);
   if (b.h > 60) score -= 0.1;
   return [{ ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at }, ...(cells ? { cell: width / cells } : {}) }];
 }
