@@ -42,7 +42,10 @@ const MAX_WORDS = 20_000;
 const MAX_PIECES = 20_000;
 const CHECK_MAX = 16;
 
-/** Collinear rules that touch or overlap become one (per row, sorted). */
+/**
+ * Collinear rules that touch or overlap become one (per row, sorted); so do the dashes of a dashed
+ * rule (pieces up to 10 pt, up to 4 pt apart).
+ */
 export function mergeSegments(segments: readonly Segment[], gap = 1.2): Segment[] {
   const sorted = [...segments].sort((p, q) => p.at - q.at || p.a - q.a);
   const out: Segment[] = [];
@@ -51,13 +54,17 @@ export function mergeSegments(segments: readonly Segment[], gap = 1.2): Segment[
     if (i < sorted.length && i > rowStart && Math.abs(sorted[i]!.at - sorted[rowStart]!.at) <= 0.8) continue;
     const row = sorted.slice(rowStart, i).sort((p, q) => p.a - q.a);
     let current: Segment | null = null;
+    let last = 0;
     for (const s of row) {
-      if (current && s.a <= current.b + gap) {
+      const dash = last <= 10 && s.b - s.a <= 10;
+      if (current && s.a <= current.b + (dash ? 4 : gap)) {
         current.b = Math.max(current.b, s.b);
         current.width = Math.max(current.width, s.width);
+        last = s.b - s.a;
       } else {
         if (current) out.push(current);
         current = { ...s };
+        last = s.b - s.a;
       }
     }
     if (current) out.push(current);
@@ -456,6 +463,8 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
         x = lastRight + 2;
         kind = 'cell-left';
         score = 0.55;
+      } else if (!printedValue && textShare < 0.35 && height <= lh * 3) {
+        return labelledRuns(index, x1, x2, cellTop, bottom, inside);
       } else {
         return [];
       }
@@ -483,6 +492,37 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   const type = typeFor(sign ? `${label} ${sign.str}` : label, b, lh);
   if (b.h > 60) score -= 0.1;
   return [{ ...b, kind, type, label, score, frame: { x1, x2, top: cellTop, bottom: rule.at }, ...(cells ? { cell: width / cells } : {}) }];
+}
+
+/**
+ * A cell of one line with labels along it and room after each (`City ____ State __ ZIP ____`):
+ * each run of 30 pt or more after a label is a field, labelled by it. Two such runs at least.
+ */
+function labelledRuns(index: PageIndex, x1: number, x2: number, top: number, bottom: number, inside: readonly Word[]): Candidate[] {
+  const words = [...inside].sort((p, q) => p.x - q.x);
+  const spread = Math.max(...words.map((w) => w.y + w.h)) - Math.min(...words.map((w) => w.y));
+  if (spread > index.lineHeight * 1.6) return [];
+  const runs: Candidate[] = [];
+  let at = x1;
+  let label: Word[] = [];
+  const flush = (end: number) => {
+    if (!label.length || end - at < 30 || label.reduce((n, w) => n + w.str.length, 0) > 16) {
+      label = [];
+      return;
+    }
+    const b = { x: at, y: top + 1, w: end - at, h: bottom - top - 1 };
+    const text = label.map((w) => w.str).join(' ');
+    runs.push({ ...b, kind: 'cell-left', type: typeFor(text, b, index.lineHeight), label: text, score: 0.55 });
+    label = [];
+  };
+  for (const w of words) {
+    flush(w.x - 1);
+    if (label.length && w.x - at > w.size * 1.5) label = [];
+    label.push(w);
+    at = Math.max(at, w.x + w.w + 1);
+  }
+  flush(x2);
+  return runs.length >= 2 ? runs : [];
 }
 
 /** A small empty square cell of a table (a column of boxes to tick): a check box. */
