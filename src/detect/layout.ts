@@ -33,7 +33,7 @@ export interface Candidate extends Box {
 }
 
 const MIN_WIDTH = 14;
-const MIN_HEIGHT = 6;
+const MIN_HEIGHT = 7;
 /** A cell taller than this is a text area (long text) only when empty; else not a cell. */
 const MAX_CELL_HEIGHT = 160;
 const CHECK_MIN = 4.5;
