@@ -139,7 +139,7 @@ function checkLabel(index: PageIndex, b: Box): string {
   return (right.length ? words : words.reverse()).map((w) => w.str).join(' ');
 }
 
-/** The label of a box: words at its top inside, else on its left on the same line, else above. */
+/** The label of a box: words at its top inside, else on its left on the same line, else above, else a caption just under it. */
 function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
   const line = (seed: Word, pool: readonly Word[]) => {
     // The seed and its neighbours on the same text line, in reading order.
@@ -182,7 +182,17 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
     if (!above || w.y > above.y || (w.y === above.y && w.x < above.x)) above = w;
   }
   if (above) return line(above, index.words);
-  return left ? line(left, index.words) : '';
+  if (left) return line(left, index.words);
+  // Below: a caption printed under the line, starting within it.
+  let below: Word | null = null;
+  for (const w of index.words) {
+    if (isLeader(w.str)) continue;
+    const gapY = w.y - bottom;
+    if (gapY < -1 || gapY > 6) continue;
+    if (w.x < b.x - 2 || w.x > b.x + b.w - 4) continue;
+    if (!below || w.y < below.y || (w.y === below.y && w.x < below.x)) below = w;
+  }
+  return below ? line(below, index.words) : '';
 }
 
 const SIGNATURE = /signature|\bsign here\b|\bsigned\b|unterschrift|\bfirma\b|(?<!\p{L})sign[ée]e?(?!\p{L})|подпись|handtekening|assinatura|\bpodpis|\bfirme\b/iu;
