@@ -350,6 +350,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     out.push({ ...b, kind: 'underscore', type: typeFor(label, b, lh), label, score: label ? 0.8 : 0.6 });
   }
   yesNoColumns(index, out);
+  splitByCaptions(index, out);
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
   return dedupe(joinCombs((process.env.NOCENTS ? (x: Candidate[]) => x : joinCents)(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
 }
@@ -570,6 +571,45 @@ function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writ
   const label = labelFor(index, b, []);
   if (!label) return [];
   return [{ ...b, kind: 'line', type: typeFor(label, b, lh), label, score: 0.6 }];
+}
+
+/**
+ * One line or cell under a row of captions (`Your last name      Your first name      M.I.`):
+ * a field under each caption, from where it starts to where the next one starts.
+ */
+function splitByCaptions(index: PageIndex, candidates: Candidate[]): void {
+  const lh = index.lineHeight;
+  const added: Candidate[] = [];
+  for (const c of candidates) {
+    if ((c.kind !== 'line' && c.kind !== 'cell' && c.kind !== 'cell-top') || c.w < 90 || c.h > lh * 2.5) continue;
+    const near = index.words.filter((w) => !isLeader(w.str) && w.y + w.h >= c.y - lh * 1.3 - 2 && w.y + w.h <= c.y + 2 && w.x >= c.x - 2 && w.x <= c.x + c.w - 15);
+    if (near.length < 2) continue;
+    // The text line right over the field.
+    const lowest = Math.max(...near.map((w) => w.y + w.h / 2));
+    const row = near.filter((w) => lowest - (w.y + w.h / 2) < lh * 0.5).sort((p, q) => p.x - q.x);
+    const phrases: Word[][] = [];
+    for (const w of row) {
+      const last = phrases[phrases.length - 1];
+      const prev = last?.[last.length - 1];
+      // A box number or letter (`2`, `A`, `12a`) goes with the caption after it.
+      const number = last?.length === 1 && last[0]!.str.trim().length <= 3;
+      if (last && prev && (number || w.x - (prev.x + prev.w) < prev.size * 0.8)) last.push(w);
+      else phrases.push([w]);
+    }
+    if (phrases.length < 2 || phrases.length > 4 || phrases.some((p) => p.map((w) => w.str).join(' ').length > 40)) continue;
+    // The first caption starts the field; each caption's field ends where the next begins.
+    if (phrases[0]![0]!.x > c.x + 0.25 * c.w) continue;
+    const starts = [c.x, ...phrases.slice(1).map((p) => p[0]!.x - 1), c.x + c.w];
+    if (starts.some((x, i) => i > 0 && x - starts[i - 1]! < 20)) continue;
+    const parts = phrases.map((p, i) => {
+      const b = { x: starts[i]!, y: c.y, w: starts[i + 1]! - starts[i]!, h: c.h };
+      const label = p.map((w) => w.str).join(' ');
+      return { ...c, ...b, label, type: typeFor(label, b, lh), frame: undefined };
+    });
+    Object.assign(c, parts[0]);
+    added.push(...parts.slice(1));
+  }
+  candidates.push(...added);
 }
 
 const YES_NO = /^(yes|no|oui|non|ja|nein|s[ií]|n\/a)$/i;
