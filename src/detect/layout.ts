@@ -737,16 +737,16 @@ export function toField(c: Candidate, pageNumber: number, page: { width: number;
  * candidates that overlap.
  */
 const CONFIDENCE: Record<string, number> = {
-  glyph: 0.9,
-  underscore: 0.9,
-  'cell-unlabelled': 0.9,
-  circle: 0.85,
-  cell: 0.8,
-  comb: 0.8,
-  'cell-left': 0.8,
-  square: 0.6,
-  'cell-top': 0.6,
-  line: 0.55,
+  glyph: 0.95,
+  underscore: 0.95,
+  'cell-unlabelled': 0.95,
+  cell: 0.9,
+  comb: 0.9,
+  circle: 0.9,
+  square: 0.85,
+  'cell-top': 0.65,
+  line: 0.6,
+  'cell-left': 0.4,
 };
 
 /** A candidate's confidence: the share of candidates like it that were real fields on the corpus. */
