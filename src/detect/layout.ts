@@ -46,7 +46,7 @@ const CHECK_MAX = 16;
  * Collinear rules that touch or overlap become one (per row, sorted); so do the dashes of a dashed
  * rule (pieces up to 10 pt, up to 4 pt apart).
  */
-export function mergeSegments(segments: readonly Segment[], gap = 1.2): Segment[] {
+export function mergeSegments(segments: readonly Segment[], gap = 1.2, dashes = true): Segment[] {
   const sorted = [...segments].sort((p, q) => p.at - q.at || p.a - q.a);
   const out: Segment[] = [];
   let rowStart = 0;
@@ -56,7 +56,7 @@ export function mergeSegments(segments: readonly Segment[], gap = 1.2): Segment[
     let current: Segment | null = null;
     let last = 0;
     for (const s of row) {
-      const dash = last <= 10 && s.b - s.a <= 10;
+      const dash = dashes && last <= 10 && s.b - s.a <= 10;
       if (current && s.a <= current.b + (dash ? 4 : gap)) {
         current.b = Math.max(current.b, s.b);
         current.width = Math.max(current.width, s.width);
@@ -235,7 +235,10 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   const index = new PageIndex(page);
   // Thousands of rules or words: a drawing, a map or a hostile page, not a form to fill (and the
   // rules below compare rules with rules and boxes with words).
-  if (index.horizontal.length > MAX_RULES || index.vertical.length > MAX_RULES || page.shapes.length > MAX_RULES * 2 || index.words.length > MAX_WORDS) return [];
+  // Rules are counted as drawn, before dashes are joined: thousands of short strokes are a drawing.
+  const drawn = (segments: readonly Segment[], merged: readonly Segment[]) =>
+    merged.length > MAX_RULES || mergeSegments(segments, 1.2, false).filter((s) => s.b - s.a >= 3).length > MAX_RULES;
+  if (drawn(page.horizontal, index.horizontal) || drawn(page.vertical, index.vertical) || page.shapes.length > MAX_RULES * 2 || index.words.length > MAX_WORDS) return [];
   const out: Candidate[] = [];
   const { width: W, height: H } = page;
   const lh = index.lineHeight;

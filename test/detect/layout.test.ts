@@ -58,6 +58,23 @@ function fillIn(d: Draw, label: string, y: number, x1: number, x2: number): void
   d.rule(x1, x2, y - 2);
 }
 
+/** A vertical rule at x from y1 to y2 (PDF user space). */
+function vrule(d: Draw, x: number, y1: number, y2: number, thickness = 1): void {
+  d.page.drawLine({ start: { x, y: y1 }, end: { x, y: y2 }, thickness });
+}
+
+/** The fields on `pageNumber` in reading order: by their bottom edge (to the point), then left to right. */
+function inOrder(fields: DetectedField[], pageNumber = 1): DetectedField[] {
+  const bottom = (f: DetectedField) => Math.round((f.rect.y + f.rect.height) * H);
+  return fields.filter((f) => f.pageNumber === pageNumber).sort((a, b) => bottom(a) - bottom(b) || a.rect.x - b.rect.x);
+}
+
+/** The advance of `text` in Helvetica at `size` (where a printed word ends). */
+async function advanceOf(text: string, size: number): Promise<number> {
+  const font = await (await PDFDocument.create()).embedFont(StandardFonts.Helvetica);
+  return font.widthOfTextAtSize(text, size);
+}
+
 describe('layout detection: fields', () => {
   it('a fill-in line: "Name" and a rule on its right is one short text field just above the rule', async () => {
     const fields = await fieldsOf([{ draw: (d) => fillIn(d, 'Name', 700, 110, 300) }]);
@@ -338,6 +355,392 @@ describe('layout detection: fields', () => {
     assert.match(field.label, /Name/);
     assertAboveRule(field, { x1: 90, x2: 290, y: 202 }, 500, 600);
   });
+
+  it('a comb of separate boxes whose tops drift by 0.5 to 1 pt is still ONE field over the row', async () => {
+    // Boxes 14 × 18 from x 150 to 276, their bottoms (PDF y) 600, 600.5 or 601: displayed tops 173..174.
+    const drift = [0, 0.5, 1, 0.5, 0, 1, 0.5, 0, 1];
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.text('Account no.', 72, 605);
+            for (const [i, dy] of drift.entries()) d.box(150 + i * 14, 600 + dy, 14, 18);
+          },
+        },
+      ]),
+    );
+    assert.match(field.label, /Account no/);
+    assert.notEqual(field.type, 'checkbox');
+    const p = points(field);
+    near(p.x1, 150, 'left edge: the first box', field);
+    near(p.x2, 276, 'right edge: the last box', field);
+    near(p.y1, 174, 'top: the boxes', field);
+    near(p.y2, 192, 'bottom: the boxes', field);
+  });
+
+  it('a comb in groups (3, 2 and 4 boxes 5 pt apart, as a social security number) is ONE field, drawn as separate boxes or as ruled groups', async () => {
+    // Cells 14 × 18 from x 150: groups 150..192, 197..225, 230..286; displayed y 174..192.
+    const groups = [3, 2, 4];
+    const fields = await fieldsOf([
+      {
+        draw: (d) => {
+          d.text('SSN', 72, 605);
+          let x = 150;
+          for (const n of groups) {
+            for (let i = 0; i < n; i++) d.box(x + i * 14, 600, 14, 18);
+            x += n * 14 + 5;
+          }
+        },
+      },
+      {
+        // Each group one box with rules between its cells.
+        draw: (d) => {
+          d.text('SSN', 72, 605);
+          let x = 150;
+          for (const n of groups) {
+            d.box(x, 600, n * 14, 18);
+            for (let i = 1; i < n; i++) vrule(d, x + i * 14, 600, 618);
+            x += n * 14 + 5;
+          }
+        },
+      },
+    ]);
+    for (const pageNumber of [1, 2]) {
+      const field = only(fields, pageNumber);
+      assert.match(field.label, /SSN/);
+      assert.notEqual(field.type, 'checkbox');
+      const p = points(field);
+      near(p.x1, 150, `page ${pageNumber}: left edge, the first group`, field);
+      near(p.x2, 286, `page ${pageNumber}: right edge, the last group`, field);
+      near(p.y2, 192, `page ${pageNumber}: bottom, the boxes`, field);
+    }
+  });
+
+  it('two touching boxes of one size (a two-digit code) are ONE field, not two check boxes; two boxes apart with labels stay check boxes', async () => {
+    const fields = await fieldsOf([
+      {
+        // Two 12 × 12 boxes sharing an edge: x 150..174, displayed y 180..192.
+        draw: (d) => {
+          d.text('Code', 72, 603);
+          d.box(150, 600, 12, 12);
+          d.box(162, 600, 12, 12);
+        },
+      },
+      {
+        // The same boxes 28 pt apart, each with its label on its right.
+        draw: (d) => {
+          d.box(150, 600, 12, 12);
+          d.text('Yes', 166, 602);
+          d.box(190, 600, 12, 12);
+          d.text('No', 206, 602);
+        },
+      },
+    ]);
+    const field = only(fields, 1);
+    assert.notEqual(field.type, 'checkbox');
+    assert.match(field.label, /Code/);
+    const p = points(field);
+    near(p.x1, 150, 'left edge: the first box', field);
+    near(p.x2, 174, 'right edge: the second box', field);
+    near(p.y1, 180, 'top: the boxes', field);
+    near(p.y2, 192, 'bottom: the boxes', field);
+    const apart = inOrder(fields, 2);
+    assert.deepEqual(apart.map((f) => [f.type, f.label]), [['checkbox', 'Yes'], ['checkbox', 'No']], show(apart));
+  });
+
+  it('Yes/No columns: the empty cells under "Yes" and "No" (29 × 12 pt) are check boxes in the middle of the cells, not text fields', async () => {
+    // Columns: questions x 72..150, Yes 150..179, No 179..208; header row displayed y 192..207,
+    // body rows 207..219 and 219..231.
+    const fields = await fieldsOf([
+      {
+        draw: (d) => {
+          for (const y of [600, 585, 573, 561]) d.rule(72, 208, y);
+          for (const x of [72, 150, 179, 208]) vrule(d, x, 561, 600);
+          d.text('Questions', 76, 589, 8);
+          d.text('Yes', 158, 589, 8);
+          d.text('No', 188, 589, 8);
+          d.text('Do you own a car?', 76, 576, 8);
+          d.text('Are you married?', 76, 564, 8);
+        },
+      },
+    ]);
+    const boxes = inOrder(fields);
+    assert.equal(boxes.length, 4, `a check box per row and column, nothing else: ${show(boxes)}`);
+    const cells = [
+      [150, 179, 207, 219],
+      [179, 208, 207, 219],
+      [150, 179, 219, 231],
+      [179, 208, 219, 231],
+    ] as const;
+    for (const [i, [x1, x2, y1, y2]] of cells.entries()) {
+      const field = boxes[i]!;
+      assert.equal(field.type, 'checkbox', show([field]));
+      const p = points(field);
+      near((p.x1 + p.x2) / 2, (x1 + x2) / 2, 'centred across the cell', field, W, H, 1);
+      near((p.y1 + p.y2) / 2, (y1 + y2) / 2, 'centred down the cell', field, W, H, 1);
+      const side = p.x2 - p.x1;
+      assert.ok(side >= 4.5 && side < 12 && Math.abs(p.y2 - p.y1 - side) <= 0.5, `a square smaller than the cell: ${show([field])}`);
+    }
+  });
+
+  it('a column of small empty square cells (9 × 11 pt) of a ruled table: each is a check box', async () => {
+    // Tick column x 72..81, item column 81..140; rows displayed y 192..203, 203..214, 214..225.
+    const items = ['Item one', 'Item two', 'Item three'];
+    const fields = await fieldsOf([
+      {
+        draw: (d) => {
+          for (let r = 0; r <= 3; r++) d.rule(72, 140, 600 - r * 11);
+          for (const x of [72, 81, 140]) vrule(d, x, 567, 600);
+          items.forEach((item, r) => d.text(item, 85, 591 - r * 11, 8));
+        },
+      },
+    ]);
+    const boxes = inOrder(fields);
+    assert.equal(boxes.length, 3, `a check box a row, nothing else: ${show(boxes)}`);
+    for (const [r, field] of boxes.entries()) {
+      assert.equal(field.type, 'checkbox', show([field]));
+      assert.equal(field.label, items[r]);
+      const p = points(field);
+      near(p.x1, 72, 'left: the cell', field, W, H, 1);
+      near(p.x2, 81, 'right: the cell', field, W, H, 1);
+      near(p.y1, 192 + r * 11, 'top: the cell', field, W, H, 1);
+      near(p.y2, 203 + r * 11, 'bottom: the cell', field, W, H, 1);
+    }
+  });
+
+  it('two narrow cells of one width (14 pt each) side by side in a ruled row are ONE field (a comb of two)', async () => {
+    // The row: x 150..178 split at 164, displayed y 172..192.
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.text('Code', 72, 605);
+            d.rule(150, 178, 600);
+            d.rule(150, 178, 620);
+            for (const x of [150, 164, 178]) vrule(d, x, 600, 620);
+          },
+        },
+      ]),
+    );
+    assert.notEqual(field.type, 'checkbox');
+    assert.match(field.label, /Code/);
+    const p = points(field);
+    near(p.x1, 150, 'left edge: the first cell', field);
+    near(p.x2, 178, 'right edge: the second cell', field);
+    near(p.y2, 192, 'bottom: the row', field);
+  });
+
+  describe('sub-columns: a column split into groups under one header', () => {
+    // A ruled table x 72..450, columns at 250 and 376; header row displayed y 152..172, body rows
+    // 172..192 and 192..212; 8-pt headers just over the header row's floor.
+    const table = (dividersThroughHeader: boolean) => (d: Draw) => {
+      for (const y of [640, 620, 600, 580]) d.rule(72, 450, y);
+      for (const x of [72, 250, 376, 450]) vrule(d, x, 580, 640);
+      // The column 250..376 in groups of 3, 2 and 4 digits of 14 pt: dividers at 292 and 320.
+      for (const x of [292, 320]) vrule(d, x, 580, dividersThroughHeader ? 640 : 620);
+      d.text('Name', 76, 624, 8);
+      if (dividersThroughHeader) {
+        d.text('First', 254, 624, 8);
+        d.text('M.I.', 296, 624, 8);
+        d.text('Last', 324, 624, 8);
+      } else {
+        d.text('Social security number', 254, 624, 8);
+      }
+      d.text('Amount', 380, 624, 8);
+    };
+    const rowsOf = (fields: DetectedField[]) =>
+      fields.map((f) => {
+        const p = points(f);
+        return [Math.round(p.x1), Math.round(p.x2), Math.round(p.y2)];
+      });
+
+    it('dividers starting at the header\'s floor under "Social security number": each body row gives ONE field across the column, not three', async () => {
+      const fields = inOrder(await fieldsOf([{ draw: table(false) }]));
+      // Body rows' bottoms at 191.5 and 211.5: Name, Social security number, Amount in each.
+      assert.deepEqual(
+        rowsOf(fields),
+        [
+          [72, 250, 192],
+          [250, 376, 192],
+          [376, 450, 192],
+          [72, 250, 212],
+          [250, 376, 212],
+          [376, 450, 212],
+        ],
+        show(fields),
+      );
+      assert.match(fields[1]!.label, /Social security number/);
+    });
+
+    it('control: dividers running up through the header, each sub-column with its own header word, keep a field each', async () => {
+      const fields = inOrder(await fieldsOf([{ draw: table(true) }]));
+      const row = (y: number) => [
+        [72, 250, y],
+        [250, 292, y],
+        [292, 320, y],
+        [320, 376, y],
+        [376, 450, y],
+      ];
+      assert.deepEqual(rowsOf(fields), [...row(192), ...row(212)], show(fields));
+      assert.match(fields[1]!.label, /First/);
+    });
+  });
+
+  it('a box labelled at its top ("1 Gross distribution") with a "$" at its bottom left: one number field starting right of the "$"', async () => {
+    // The box: x 72..222, displayed y 162..192; the label's baseline at 172; "$" (8 pt) at x 76, baseline 189.
+    const sign = await advanceOf('$', 8);
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.box(72, 600, 150, 30);
+            d.text('1 Gross distribution', 76, 620, 8);
+            d.text('$', 76, 603, 8);
+          },
+        },
+      ]),
+    );
+    assert.equal(field.type, 'number');
+    assert.match(field.label, /Gross distribution/);
+    const p = points(field);
+    assert.ok(p.x1 >= 76 + sign, `right of the "$" (which ends at ${(76 + sign).toFixed(1)}): ${show([field])}`);
+    near(p.x1, 76 + sign + 1, 'left edge: just after the "$"', field);
+    near(p.x2, 222, 'right edge: the box', field);
+    near(p.y2, 192, 'bottom: the box', field);
+    assert.ok(p.y1 >= 172 && p.y2 - p.y1 >= 10, `below the label, room to write: ${show([field])}`);
+  });
+
+  it('a dashed fill-in line (5-pt dashes 3 pt apart) with "Address" on its left is one field, as a solid line', async () => {
+    // 25 dashes from x 150 to 347 at PDF y 698 (displayed 94).
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.text('Address', 72, 700);
+            for (let i = 0; i < 25; i++) d.rule(150 + i * 8, 155 + i * 8, 698);
+          },
+        },
+      ]),
+    );
+    assert.equal(field.type, 'short_text');
+    assert.match(field.label, /Address/);
+    assertAboveRule(field, { x1: 150, x2: 347, y: H - 698 });
+  });
+
+  it('a one-line ruled cell with "City", "State" and "ZIP" along it and room after each: three fields, one after each label', async () => {
+    // The cell: x 72..472, displayed y 176..192; the 8-pt labels on its line at x 76, 230 and 350.
+    const labels: Array<[string, number]> = [
+      ['City', 76],
+      ['State', 230],
+      ['ZIP', 350],
+    ];
+    const ends = await Promise.all(labels.map(([label, x]) => advanceOf(label, 8).then((w) => x + w)));
+    const fields = inOrder(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.rule(72, 472, 600);
+            d.rule(72, 472, 616);
+            vrule(d, 72, 600, 616);
+            vrule(d, 472, 600, 616);
+            for (const [label, x] of labels) d.text(label, x, 603, 8);
+          },
+        },
+      ]),
+    );
+    assert.deepEqual(fields.map((f) => f.label), ['City', 'State', 'ZIP'], show(fields));
+    for (const [i, field] of fields.entries()) {
+      assert.equal(field.type, 'short_text', show([field]));
+      const p = points(field);
+      near(p.x1, ends[i]! + 1, `left edge: after "${labels[i]![0]}"`, field);
+      near(p.x2, i + 1 < labels.length ? labels[i + 1]![1] - 1 : 472, 'right edge: the next label or the cell', field);
+      near(p.y2, 192, 'bottom: the cell', field);
+      assert.ok(p.y1 >= 176 - 0.5, `inside the cell: ${show([field])}`);
+    }
+  });
+
+  it('a line with nothing on its left or above and a caption just under it ("Social security number") is a field labelled by the caption', async () => {
+    // The rule: x 150..350 at PDF y 700 (displayed 92); the 8-pt caption's baseline 8 pt under it.
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.rule(150, 350, 700);
+            d.text('Social security number', 150, 692, 8);
+          },
+        },
+      ]),
+    );
+    assert.equal(field.label, 'Social security number');
+    assert.equal(field.type, 'short_text');
+    assertAboveRule(field, { x1: 150, x2: 350, y: H - 700 });
+  });
+
+  it('a line, or a box, under a row of captions ("Your last name", "Your first name", "M.I."): a field under each caption', async () => {
+    // Captions (8 pt) at x 72, 250 and 450; page 1: a rule x 72..500 at displayed y 92; page 2: a
+    // box x 72..500, displayed y 92..112.
+    const captions = (d: Draw, y: number) => {
+      d.text('Your last name', 72, y, 8);
+      d.text('Your first name', 250, y, 8);
+      d.text('M.I.', 450, y, 8);
+    };
+    const fields = await fieldsOf([
+      {
+        draw: (d) => {
+          d.rule(72, 500, 700);
+          captions(d, 716);
+        },
+      },
+      {
+        draw: (d) => {
+          d.box(72, 680, 428, 20);
+          captions(d, 704);
+        },
+      },
+    ]);
+    for (const [pageNumber, bottom] of [
+      [1, 92],
+      [2, 112],
+    ] as const) {
+      const on = inOrder(fields, pageNumber);
+      assert.deepEqual(on.map((f) => f.label), ['Your last name', 'Your first name', 'M.I.'], show(on));
+      // Each from where its caption starts to where the next one starts.
+      const extents = [
+        [72, 250],
+        [250, 450],
+        [450, 500],
+      ];
+      for (const [i, field] of on.entries()) {
+        const p = points(field);
+        near(p.x1, extents[i]![0]!, `page ${pageNumber}: left edge`, field);
+        near(p.x2, extents[i]![1]!, `page ${pageNumber}: right edge`, field);
+        near(p.y2, bottom, `page ${pageNumber}: bottom`, field);
+        assert.ok(p.y2 - p.y1 >= 8 && p.y2 - p.y1 <= 22, `a line's height: ${show([field])}`);
+      }
+    }
+  });
+
+  it('a cell taller than 1.4 writing heights but no text area (94 × 23 pt, 8-pt text) is written on its bottom line', async () => {
+    // 8-pt text: a writing height of 13.6 pt; the box x 150..244, displayed y 169..192.
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.text('Account', 72, 603, 8);
+            d.box(150, 600, 94, 23);
+          },
+        },
+      ]),
+    );
+    assert.match(field.label, /Account/);
+    assert.equal(field.type, 'short_text');
+    const p = points(field);
+    near(p.x1, 150, 'left: the box', field);
+    near(p.x2, 244, 'right: the box', field);
+    near(p.y2, 192, 'bottom: the box', field);
+    const h = p.y2 - p.y1;
+    assert.ok(h >= 11 && h <= 16, `one writing line at the bottom (box top at 169), not ${h.toFixed(1)} pt: ${show([field])}`);
+  });
 });
 
 describe('layout detection: printed things that are not fields', () => {
@@ -427,6 +830,73 @@ describe('layout detection: printed things that are not fields', () => {
     near(p.x1, 72, 'control: left', control);
     near(p.x2, 272, 'control: right', control);
     near(p.y2, 192, 'control: bottom', control);
+  });
+
+  it('the top edge of a box, with a label well above it: no field above the edge, only the box', async () => {
+    // "Name" (11 pt) with its baseline at displayed y 152; the box x 72..322, displayed y 172..192.
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.text('Name', 72, 640);
+            d.box(72, 600, 250, 20);
+          },
+        },
+      ]),
+    );
+    const p = points(field);
+    near(p.x1, 72, 'left: the box', field);
+    near(p.x2, 322, 'right: the box', field);
+    assert.ok(p.y1 >= 171, `inside the box, not above its top edge (172): ${show([field])}`);
+    near(p.y2, 192, 'bottom: the box', field);
+  });
+
+  it('the thin strip between two stacked boxes with 4-pt borders (6 or 8 pt of white between them)', async () => {
+    // Boxes 250 × 30 from x 72: the lower one displayed y 162..192, the upper one 10 or 12 pt above it.
+    const fields = await fieldsOf(
+      [10, 12].map((gap) => ({
+        draw: (d: Draw) => {
+          d.box(72, 630 + gap, 250, 30, 4);
+          d.box(72, 600, 250, 30, 4);
+        },
+      })),
+    );
+    for (const [i, gap] of [10, 12].entries()) {
+      const on = inOrder(fields, i + 1);
+      assert.equal(on.length, 2, `a field in each box, none between them: ${show(on)}`);
+      // Inside each box, above its 4-pt bottom border.
+      const [upper, lower] = on.map((f) => points(f));
+      near(upper!.y2, 162 - gap - 2, 'upper box: bottom', on[0]!);
+      assert.ok(upper!.y1 >= 132 - gap, `inside the upper box: ${show(on)}`);
+      near(lower!.y2, 190, 'lower box: bottom', on[1]!);
+      assert.ok(lower!.y1 >= 162, `inside the lower box: ${show(on)}`);
+    }
+  });
+
+  it('a mark without a letter or digit in a cell ("▲", "•", ","): not a word, the cell is still one field over its whole width', async () => {
+    // A 200 × 20 cell from (72, 600), "For office use" above it, the mark at its left (x 76).
+    // ▲ and • are written in Helvetica re-encoded to the glyph names uni25B2 and uni2022.
+    const cell = (mark: (d: Draw) => void) => (d: Draw) => {
+      d.rule(72, 272, 600);
+      d.rule(72, 272, 620);
+      vrule(d, 72, 600, 620);
+      vrule(d, 272, 600, 620);
+      d.text('For office use', 72, 625);
+      mark(d);
+    };
+    const fields = await fieldsOf([
+      { draw: cell((d) => drawUnicode(d, '\u25B2', 76, 604)) },
+      { draw: cell((d) => drawUnicode(d, '\u2022', 76, 604)) },
+      { draw: cell((d) => d.text(',', 76, 604)) },
+    ]);
+    for (const pageNumber of [1, 2, 3]) {
+      const field = only(fields, pageNumber);
+      assert.match(field.label, /For office use/);
+      const p = points(field);
+      near(p.x1, 72, `page ${pageNumber}: left, the cell (not after the mark)`, field);
+      near(p.x2, 272, `page ${pageNumber}: right, the cell`, field);
+      near(p.y2, 192, `page ${pageNumber}: bottom, the cell`, field);
+    }
   });
 });
 
