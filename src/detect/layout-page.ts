@@ -108,8 +108,7 @@ const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
 function symbolBoxes(str: string, font: string | undefined): string {
   if (!font) return str;
   // Their other glyphs (arrows, stars, bullets) are marks, not text: a bullet stands for each.
-  const other = new RegExp(`[^\\s\u2751${CHECK_GLYPHS}]`, 'gu');
-  for (const [name, glyphs] of SYMBOL_BOXES) if (name.test(font)) return str.replace(glyphs, '\u2751').replace(other, '\u2022');
+  for (const [name, glyphs] of SYMBOL_BOXES) if (name.test(font)) return str.replace(glyphs, '\u2751').replace(SYMBOL_OTHER, '\u2022');
   return str;
 }
 
@@ -289,6 +288,8 @@ function addSubpath(page: PageGraphics, pts: Array<[number, number]>, closed: bo
  * have no Unicode mapping and come out in the private use area (Wingdings o q r ¨ ý þ, Wingdings 2 £).
  */
 export const CHECK_GLYPHS = '\u2610\u2611\u2612\u25A1\u2751\u2752\u25FB\u25FD\u274F\u2750\uF06F\uF071\uF072\uF0A8\uF0FD\uF0FE\uF0A3';
+/** In a symbol font: anything but white space and box glyphs. */
+const SYMBOL_OTHER = new RegExp(`[^\\s\u2751${CHECK_GLYPHS}]`, 'gu');
 
 /** Runs of underscores (fill-in lines typed as text) and check box glyphs: words of their own. */
 const UNDERSCORES = new RegExp(`_{3,}|[${CHECK_GLYPHS}]`, 'g');

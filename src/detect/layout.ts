@@ -5,11 +5,15 @@
  *
  * Kinds of field it finds:
  * - cells: the space above a horizontal rule, up to the rule above it (a table cell, a box) or,
- *   with nothing above, a line's height (a fill-in line); split where vertical rules cross;
- *   a printed label at the top of a cell is left out of its box;
- * - comb fields: a row of three or more narrow cells of one size, as one field;
+ *   with nothing above, a line's height (a fill-in line); split where vertical rules cross
+ *   (not where a sub-column divides one header's column), and under each caption of a row of
+ *   captions, or after each label along a one-line cell; a printed label at the top of a cell,
+ *   or a currency sign where the amount goes, is left out of its box;
+ * - comb fields: a row of three or more narrow cells of one size (or two touching), in groups
+ *   half a cell apart or closer, as one field;
  * - underscore runs typed as text (`Name ________`);
- * - check boxes: small squares and circles (drawn), and check box glyphs (☐ □ ❑ …);
+ * - check boxes: small squares and circles (drawn), small square cells of a table, cells under
+ *   a Yes/No column header, and check box glyphs (☐ □ ❑ …);
  * and none where the space is taken: cells holding printed text (a table of values), shaded
  * cells, rules under words (underlines), the page's frame, rules too short or too long to write on.
  */
@@ -355,7 +359,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   yesNoColumns(index, out);
   splitByCaptions(index, out);
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
-  return dedupe(joinCombs((process.env.NOCENTS ? (x: Candidate[]) => x : joinCents)(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
+  return dedupe(joinCombs(joinCents(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
 }
 
 /**
@@ -426,13 +430,14 @@ function subColumns(index: PageIndex, rule: Segment, crossing: readonly Segment[
   return crossing.filter((_, i) => keep.has(i));
 }
 
-/**
- * The field above a piece of a rule: up to the rule above (`top`), without the label printed at
- * the top of the cell, or, with no rule above, a line's height. `null` when the space holds
- * printed text, is shaded, or is not the size of a field.
- */
 const listOf = <T>(x: T | null): T[] => (x ? [x] : []);
 
+/**
+ * The fields above a piece of a rule: up to the rule above (`top`), without the label printed at
+ * the top of the cell, or, with no rule above, a line's height; one field, or one after each
+ * label along a one-line cell, or a check box for a small square cell. None when the space holds
+ * printed text, is shaded, or is not the size of a field.
+ */
 function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top: number | null, writeHeight: number, cells: number): Candidate[] {
   const width = x2 - x1;
   const bottom = rule.at - rule.width / 2;
