@@ -75,6 +75,17 @@ async function advanceOf(text: string, size: number): Promise<number> {
   return font.widthOfTextAtSize(text, size);
 }
 
+/** The comb tests' comb: "Account no." and a row of boxes 14 × 18 from x 150 to 276, displayed y 174..192: one field. */
+function assertAccountComb(field: DetectedField): void {
+  assert.match(field.label, /Account no/);
+  assert.notEqual(field.type, 'checkbox');
+  const p = points(field);
+  near(p.x1, 150, 'left edge: the first box', field);
+  near(p.x2, 276, 'right edge: the last box', field);
+  near(p.y1, 174, 'top: the boxes', field);
+  near(p.y2, 192, 'bottom: the boxes', field);
+}
+
 describe('layout detection: fields', () => {
   it('a fill-in line: "Name" and a rule on its right is one short text field just above the rule', async () => {
     const fields = await fieldsOf([{ draw: (d) => fillIn(d, 'Name', 700, 110, 300) }]);
@@ -152,13 +163,7 @@ describe('layout detection: fields', () => {
         },
       ]),
     );
-    assert.match(field.label, /Account no/);
-    assert.notEqual(field.type, 'checkbox');
-    const p = points(field);
-    near(p.x1, 150, 'left edge: the first box', field);
-    near(p.x2, 276, 'right edge: the last box', field);
-    near(p.y1, 174, 'top: the boxes', field);
-    near(p.y2, 192, 'bottom: the boxes', field);
+    assertAccountComb(field);
   });
 
   describe('a drawn check box: a 9 pt square with "Yes" on its right', () => {
@@ -369,13 +374,7 @@ describe('layout detection: fields', () => {
         },
       ]),
     );
-    assert.match(field.label, /Account no/);
-    assert.notEqual(field.type, 'checkbox');
-    const p = points(field);
-    near(p.x1, 150, 'left edge: the first box', field);
-    near(p.x2, 276, 'right edge: the last box', field);
-    near(p.y1, 174, 'top: the boxes', field);
-    near(p.y2, 192, 'bottom: the boxes', field);
+    assertAccountComb(field);
   });
 
   it('a comb in groups (3, 2 and 4 boxes 5 pt apart, as a social security number) is ONE field, drawn as separate boxes or as ruled groups', async () => {
