@@ -309,7 +309,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     if (len < MIN_WIDTH) continue;
     // Split where vertical rules cross it from above: each piece is the floor of a cell of its own.
     const crossing = vertical.filter((v) => v.at > rule.a + 1.5 && v.at < rule.b - 1.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5).sort((p, q) => p.at - q.at);
-    const cuts = subColumns(index, rule, crossing, chainTop).map((v) => v.at);
+    const cuts = subColumns(index, vertical, rule, crossing, chainTop).map((v) => v.at);
     const xs = [rule.a, ...cuts, rule.b];
     budget -= xs.length;
     if (budget < 0) return [];
@@ -389,16 +389,17 @@ function columnTops(vertical: readonly Segment[]): Map<Segment, number> {
  * The verticals that cut a rule into cells, without the sub-columns: a vertical that starts lower
  * than the column lines on both sides of it, under a header printed across it (a social security
  * number in three groups under one "Social security number" header), divides one field's
- * printed groups, not two fields.
+ * printed groups, not two fields. `vertical` is the page's verticals that cut cells (the ones
+ * `tops` maps), `crossing` those of them that cross `rule`.
  */
-function subColumns(index: PageIndex, rule: Segment, crossing: readonly Segment[], tops: Map<Segment, number>): Segment[] {
+function subColumns(index: PageIndex, vertical: readonly Segment[], rule: Segment, crossing: readonly Segment[], tops: Map<Segment, number>): Segment[] {
   if (crossing.length === 0) return [];
   const endTop = (x: number) => {
     let best = Infinity;
-    for (const v of index.vertical) if (Math.abs(v.at - x) < 2.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5) best = Math.min(best, tops.get(v) ?? v.a);
+    for (const v of vertical) if (Math.abs(v.at - x) < 2.5 && v.a < rule.at - 3 && v.b > rule.at - 1.5) best = Math.min(best, tops.get(v)!);
     return best;
   };
-  const all = [{ at: rule.a, top: endTop(rule.a) }, ...crossing.map((v) => ({ at: v.at, top: tops.get(v) ?? v.a })), { at: rule.b, top: endTop(rule.b) }];
+  const all = [{ at: rule.a, top: endTop(rule.a) }, ...crossing.map((v) => ({ at: v.at, top: tops.get(v)! })), { at: rule.b, top: endTop(rule.b) }];
   const keep = new Set<number>();
   for (let k = 1; k < all.length - 1; k++) {
     const cut = all[k]!;
@@ -423,7 +424,7 @@ function subColumns(index: PageIndex, rule: Segment, crossing: readonly Segment[
           w.x + w.w <= right.at + 2 &&
           w.y + w.h <= cut.top + 1 &&
           w.y + w.h >= Math.max(left.top, right.top, cut.top - 0.9 * index.lineHeight) - 1 &&
-          !index.vertical.some((v) => v.at > left.at + 2 && v.at < right.at - 2 && overlap(v.a, v.b, w.y + w.h / 2, cut.top - 2) > 0),
+          !vertical.some((v) => v.at > left.at + 2 && v.at < right.at - 2 && overlap(v.a, v.b, w.y + w.h / 2, cut.top - 2) > 0),
       );
     if (!header) keep.add(k - 1);
   }
