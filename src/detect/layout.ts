@@ -10,12 +10,14 @@
  *   captions, or after each label along a one-line cell; a printed label at the top of a cell,
  *   or a currency sign where the amount goes, is left out of its box;
  * - comb fields: a row of three or more narrow cells of one size (or two touching), in groups
- *   half a cell apart or closer, as one field;
+ *   half a cell apart or closer, as one field; cells may be open at the top (ticks on a rule);
  * - underscore runs typed as text (`Name ________`);
  * - check boxes: small squares and circles (drawn), small square cells of a table, cells under
  *   a Yes/No column header, and check box glyphs (☐ □ ❑ …);
  * and none where the space is taken: cells holding printed text (a table of values), shaded
- * cells, rules under words (underlines), the page's frame, rules too short or too long to write on.
+ * cells, rules under words (underlines), the page's frame, rules too short or too long to write on,
+ * table headers (but a header row with a line's room under captions that all end on one line is
+ * the table's first row, filled in where it is printed).
  */
 import { defaultLabel, type FieldType } from '../domain/fields.js';
 import { CHECK_GLYPHS, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
@@ -320,6 +322,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
       if (x2 - x1 < 3) continue;
       pieces.push({ x1, x2, top: index.ceiling(x1, x2, rule.at, MAX_CELL_HEIGHT) });
     }
+    openCombTops(pieces, vertical, rule, writeHeight);
     // Comb fields: three or more narrow pieces of one width and one top, side by side.
     const merged: Array<{ x1: number; x2: number; top: number | null; cells: number }> = [];
     for (let k = 0; k < pieces.length; ) {
@@ -359,7 +362,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   yesNoColumns(index, out);
   splitByCaptions(index, out);
   for (const c of out) if (c.type === 'checkbox') c.label = checkLabel(index, c);
-  return dedupe(joinCombs(joinCents(dropHeaders(out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
+  return dedupe(joinCombs(joinCents(dropHeaders(index, out))).filter((c) => c.x >= -1 && c.y >= -1 && c.x + c.w <= W + 1 && c.y + c.h <= H + 1));
 }
 
 /**
@@ -431,6 +434,41 @@ function subColumns(index: PageIndex, vertical: readonly Segment[], rule: Segmen
   return crossing.filter((_, i) => keep.has(i));
 }
 
+/**
+ * Open-topped combs: three or more narrow pieces of a rule side by side, each between two ticks
+ * rising from the rule, with no rule across their tops (or one more than 2 pt above the ticks),
+ * are cells up to the ticks' top (a line's height when the ticks are short), so that they
+ * become a comb.
+ */
+function openCombTops(pieces: Array<{ x1: number; x2: number; top: number | null }>, vertical: readonly Segment[], rule: Segment, writeHeight: number): void {
+  const tick = (x: number) => {
+    let top: number | null = null;
+    for (const v of vertical) if (Math.abs(v.at - x) < 1.5 && v.b > rule.at - 1.5 && v.a < rule.at - 3 && (top === null || v.a < top)) top = v.a;
+    return top;
+  };
+  const tops = pieces.map((p) => {
+    if (p.x2 - p.x1 >= 24) return null;
+    const a = tick(p.x1);
+    const b = tick(p.x2);
+    if (a === null || b === null) return null;
+    // Short ticks: the field is a line's height over the rule.
+    const top = Math.max(a, b);
+    return rule.at - top >= 0.7 * writeHeight ? top : rule.at - writeHeight;
+  });
+  for (let k = 0; k < pieces.length; ) {
+    let j = k;
+    while (j < pieces.length && tops[j] !== null && (j === k || Math.abs(pieces[j]!.x1 - pieces[j - 1]!.x2) < 1)) j++;
+    if (j - k >= 3) {
+      const top = Math.max(...tops.slice(k, j).map((t) => t!));
+      for (let q = k; q < j; q++) {
+        const p = pieces[q]!;
+        if (p.top === null || p.top < top - 2) p.top = top;
+      }
+    }
+    k = Math.max(j, k + 1);
+  }
+}
+
 const listOf = <T>(x: T | null): T[] => (x ? [x] : []);
 
 /**
@@ -479,7 +517,9 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
       // A printed amount (12.50, $1,000.00, 15 %) is a value in a table, not a label; a line
       // number (7, 15a) is a label.
       const printedValue = inside.every((w) => /^[-–(+]?[$€£]?\s?\d[\d\s,.']*[.,]\d{1,2}\)?%?$|^\d+(?:[.,]\d+)?\s?%$/.test(w.str));
-      if (!printedValue && x2 - lastRight >= Math.max(40, width * 0.35) && textShare < 0.35 && height <= lh * 3) {
+      // After a line number alone (`11`), 30 pt is room enough for a code or an amount.
+      const lineNo = inside.length === 1 && LINE_NUMBER.test(inside[0]!.str.trim());
+      if (!printedValue && x2 - lastRight >= (lineNo ? 30 : Math.max(40, width * 0.35)) && textShare < 0.35 && height <= lh * 3) {
         x = lastRight + 2;
         kind = 'cell-left';
         score = 0.55;
@@ -697,9 +737,16 @@ function joinCents(candidates: Candidate[]): Candidate[] {
 
 /**
  * Table headers: a cell with printed text is a header, not a field, when the cell under it (its
- * column) or on its right (its row) is an empty cell of the same width or height.
+ * column) or on its right (its row) is an empty cell of the same width or height. Two kinds of
+ * such cells are fields all the same:
+ * - a cell headed by a caption with a writing line's room under it, in a row whose captions all
+ *   end on the same line (currency signs where the amounts go left aside) (the first row of a table filled in its header: `15 State | 16 State
+ *   wages` over the space for them); a header row's room is where a longer caption next to it
+ *   still runs, or a column letter (`A`) stands alone;
+ * - a cell holding only a line number (`11`) on its left, room after it, before an empty cell of
+ *   the row: a numbered row's first field.
  */
-function dropHeaders(candidates: Candidate[]): Candidate[] {
+function dropHeaders(index: PageIndex, candidates: Candidate[]): Candidate[] {
   const empty = candidates.filter((c) => c.kind === 'cell' && c.frame);
   const near = (a: number, b: number) => Math.abs(a - b) < 2.5;
   return candidates.filter((c) => {
@@ -707,8 +754,27 @@ function dropHeaders(candidates: Candidate[]): Candidate[] {
     const f = c.frame;
     const column = empty.some((e) => near(e.frame!.top, f.bottom) && near(e.frame!.x1, f.x1) && near(e.frame!.x2, f.x2));
     const row = empty.some((e) => near(e.frame!.x1, f.x2) && near(e.frame!.top, f.top) && near(e.frame!.bottom, f.bottom));
+    if (column && !row && c.kind === 'cell-top' && filledHeader(index, c)) return true;
+    if (row && !column && c.kind === 'cell-left' && LINE_NUMBER.test(c.label.trim())) return true;
     return !column && !row;
   });
+}
+
+const LINE_NUMBER = /^\d{1,2}[a-z]?$/;
+
+/** A header cell with room for a line of writing under its caption, captions of its row all ending on one line. */
+function filledHeader(index: PageIndex, c: Candidate): boolean {
+  const f = c.frame!;
+  if (/^\p{L}$/u.test(c.label.trim())) return false;
+  const text = (x1: number, x2: number) => wordsOver(index.words, { x: x1, y: f.top, w: x2 - x1, h: f.bottom - f.top }, 0.5).filter((w) => !isLeader(w.str) && !/^[$€£]$/.test(w.str.trim()));
+  const own = text(f.x1, f.x2);
+  if (!own.length) return false;
+  const textBottom = Math.max(...own.map((w) => w.y + w.h));
+  if (f.bottom - textBottom < index.lineHeight) return false;
+  // The row: the rule under the cell, as far as it runs.
+  const floor = index.horizontal.find((s) => Math.abs(s.at - f.bottom) < 2 && s.a <= f.x1 + 2 && s.b >= f.x2 - 2);
+  if (!floor) return false;
+  return text(floor.a, floor.b).every((w) => w.y + w.h <= textBottom + 1);
 }
 
 /** Candidates found twice (a drawn box is also a cell of its own rules): the better one stays. */
@@ -756,10 +822,19 @@ const CONFIDENCE: Record<string, number> = {
   'cell-top': 0.65,
   line: 0.6,
   'cell-left': 0.4,
+  'cell-numbered': 0.8,
 };
 
 /** A candidate's confidence: the share of candidates like it that were real fields on the corpus. */
 export function calibrated(c: Candidate): number {
-  const key = c.kind === 'square' && c.round ? 'circle' : c.kind === 'cell' && !c.label ? 'cell-unlabelled' : c.kind;
+  const key =
+    c.kind === 'square' && c.round
+      ? 'circle'
+      : c.kind === 'cell' && !c.label
+        ? 'cell-unlabelled'
+        : c.kind === 'cell-left' && LINE_NUMBER.test(c.label.trim())
+          ? 'cell-numbered'
+          : c.kind;
   return CONFIDENCE[key] ?? 0.5;
 }
+

@@ -740,6 +740,118 @@ describe('layout detection: fields', () => {
     const h = p.y2 - p.y1;
     assert.ok(h >= 11 && h <= 16, `one writing line at the bottom (box top at 169), not ${h.toFixed(1)} pt: ${show([field])}`);
   });
+
+  describe('a comb open at the top: ticks rising from a rule, no rule across their tops', () => {
+    // "Account": a rule x 150..276 at displayed y 192 with ticks every 14 pt (9 cells).
+    const comb = (tick: number) => (d: Draw) => {
+      d.text('Account', 72, 603);
+      d.rule(150, 276, 600, 0.5);
+      for (let x = 150; x <= 276; x += 14) vrule(d, x, 600, 600 + tick, 0.5);
+    };
+
+    it('ticks 16 pt tall: ONE field over the row, up to the ticks\' top', async () => {
+      const field = only(await fieldsOf([{ draw: comb(16) }]));
+      assert.match(field.label, /Account/);
+      const p = points(field);
+      near(p.x1, 150, 'left: the first tick', field);
+      near(p.x2, 276, 'right: the last tick', field);
+      near(p.y1, 176, 'top: the ticks\' top', field);
+      near(p.y2, 192, 'bottom: the rule', field);
+    });
+
+    it('ticks 5 pt tall: ONE field over the row, a line\'s height over the rule', async () => {
+      const field = only(await fieldsOf([{ draw: comb(5) }]));
+      const p = points(field);
+      near(p.x1, 150, 'left: the first tick', field);
+      near(p.x2, 276, 'right: the last tick', field);
+      near(p.y2, 192, 'bottom: the rule', field);
+      const h = p.y2 - p.y1;
+      assert.ok(h >= 11 && h <= 22, `a line's height, not the ticks' 5 pt: ${show([field])}`);
+    });
+  });
+
+  describe('a table filled in its header row: captions at the top of the header cells, a line\'s room under them', () => {
+    // A ruled table x 72..450, columns at 200 and 330; header row displayed y 152..178 with 8-pt
+    // captions at its top (baselines at displayed 160), one body row 178..192.
+    const table = (captions: (d: Draw) => void) => (d: Draw) => {
+      for (const y of [640, 614, 600]) d.rule(72, 450, y, 0.5);
+      for (const x of [72, 200, 330, 450]) vrule(d, x, 600, 640, 0.5);
+      captions(d);
+    };
+    const extents = [
+      [72, 200],
+      [200, 330],
+      [330, 450],
+    ];
+
+    it('captions all on one line: a field under each caption, and a field in each cell of the row below', async () => {
+      const captions = ['15 State wages', '16 State income tax', '17 Locality name'];
+      const fields = inOrder(await fieldsOf([{ draw: table((d) => captions.forEach((c, i) => d.text(c, extents[i]![0]! + 3, 632, 8))) }]));
+      assert.equal(fields.length, 6, `three in the header row, three in the body row: ${show(fields)}`);
+      for (const [i, field] of fields.entries()) {
+        const p = points(field);
+        near(p.x1, extents[i % 3]![0]!, 'left: the column', field);
+        near(p.x2, extents[i % 3]![1]!, 'right: the column', field);
+        if (i < 3) {
+          assert.equal(field.label, captions[i]);
+          near(p.y2, 178, 'bottom: the header row\'s floor', field);
+          assert.ok(p.y1 >= 160 && p.y1 <= 164, `top: under the caption, not over it: ${show([field])}`);
+        } else {
+          near(p.y2, 192, 'bottom: the body row\'s floor', field);
+        }
+      }
+    });
+
+    it('control: one caption running onto a second line (the room is the header\'s, not for writing): only the body row\'s three fields', async () => {
+      const fields = inOrder(
+        await fieldsOf([
+          {
+            draw: table((d) => {
+              d.text('15 State wages', 75, 632, 8);
+              d.text('16 State income tax', 203, 632, 8);
+              d.text('withheld this year', 203, 622, 8);
+              d.text('17 Locality name', 333, 632, 8);
+            }),
+          },
+        ]),
+      );
+      assert.equal(fields.length, 3, show(fields));
+      for (const field of fields) near(points(field).y2, 192, 'bottom: the body row\'s floor', field);
+    });
+
+    it('control: column letters ("A", "B", "C") as captions: only the body row\'s three fields', async () => {
+      const fields = inOrder(await fieldsOf([{ draw: table((d) => ['A', 'B', 'C'].forEach((c, i) => d.text(c, extents[i]![0]! + 60, 632, 8))) }]));
+      assert.equal(fields.length, 3, show(fields));
+      for (const field of fields) near(points(field).y2, 192, 'bottom: the body row\'s floor', field);
+    });
+  });
+
+  it('a numbered row ("11" alone on the left of a 48-pt cell, then an empty cell): a field after the number, and one in the next cell', async () => {
+    // The row: x 72..400 split at 120, displayed y 200..214; "11" (8 pt) at x 74.
+    const fields = inOrder(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.rule(72, 400, 592, 0.5);
+            d.rule(72, 400, 578, 0.5);
+            for (const x of [72, 120, 400]) vrule(d, x, 578, 592, 0.5);
+            d.text('11', 74, 581, 8);
+          },
+        },
+      ]),
+    );
+    assert.equal(fields.length, 2, show(fields));
+    const numberEnd = 74 + (await advanceOf('11', 8));
+    const [first, second] = fields as [DetectedField, DetectedField];
+    assert.equal(first.label, '11');
+    const p = points(first);
+    assert.ok(p.x1 >= numberEnd && p.x1 <= numberEnd + 4, `starts after the number (${numberEnd.toFixed(1)}): ${show([first])}`);
+    near(p.x2, 120, 'right: the cell', first);
+    near(p.y2, 214, 'bottom: the row', first);
+    const q = points(second);
+    near(q.x1, 120, 'left: the next cell', second);
+    near(q.x2, 400, 'right: the next cell', second);
+  });
 });
 
 describe('layout detection: printed things that are not fields', () => {
