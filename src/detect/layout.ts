@@ -88,6 +88,8 @@ function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
 
 /** Dot leaders, dashes, arrows, bullets, and separators printed in a comb or an amount (`,` `/`): no letter, digit or currency sign, not words. */
 const isLeader = (s: string) => !/[\p{L}\p{N}$€£%]/u.test(s);
+/** A line number printed in a cell or before a line: `7`, `11`, `15a`. */
+const LINE_NUMBER = /^\d{1,2}[a-z]?$/;
 const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
 const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
 
@@ -740,9 +742,9 @@ function joinCents(candidates: Candidate[]): Candidate[] {
  * column) or on its right (its row) is an empty cell of the same width or height. Two kinds of
  * such cells are fields all the same:
  * - a cell headed by a caption with a writing line's room under it, in a row whose captions all
- *   end on the same line (currency signs where the amounts go left aside) (the first row of a table filled in its header: `15 State | 16 State
- *   wages` over the space for them); a header row's room is where a longer caption next to it
- *   still runs, or a column letter (`A`) stands alone;
+ *   end on the same line, currency signs where the amounts go left aside: the table's first row,
+ *   filled in its header (`15 State | 16 State wages` over the space for them); a header row's
+ *   room is where a longer caption next to it still runs, or a column letter (`A`) stands alone;
  * - a cell holding only a line number (`11`) on its left, room after it, before an empty cell of
  *   the row: a numbered row's first field.
  */
@@ -760,7 +762,6 @@ function dropHeaders(index: PageIndex, candidates: Candidate[]): Candidate[] {
   });
 }
 
-const LINE_NUMBER = /^\d{1,2}[a-z]?$/;
 
 /** A header cell with room for a line of writing under its caption, captions of its row all ending on one line. */
 function filledHeader(index: PageIndex, c: Candidate): boolean {
@@ -837,4 +838,3 @@ export function calibrated(c: Candidate): number {
           : c.kind;
   return CONFIDENCE[key] ?? 0.5;
 }
-
