@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import { newId } from '../domain/ids.js';
 import type { Store } from '../store/db.js';
+import { forUpdate } from '../store/tx.js';
 import type { Database, JobRow } from '../store/schema.js';
 
 /**
@@ -92,6 +93,9 @@ export class JobQueue {
 
   /** Jobs whose lease ran out go back to `pending` (with backoff) or, after the last attempt, `failed`. */
   async reapExpired(): Promise<number> {
+    // A plain read first: a poll with nothing expired (the usual case) takes no write lock.
+    const any = await this.store.db.selectFrom('jobs').select('id').where('status', '=', 'processing').where('lease_expires_at', '<', this.iso()).limit(1).executeTakeFirst();
+    if (!any) return 0;
     return this.store.db.transaction().execute(async (trx) => {
       const now = this.iso();
       let expired = trx.selectFrom('jobs').selectAll().where('status', '=', 'processing').where('lease_expires_at', '<', now).limit(100);
@@ -260,8 +264,6 @@ export class JobQueue {
   }
 
   private async held(trx: Transaction<Database>, id: string, owner: string): Promise<JobRow | undefined> {
-    let query = trx.selectFrom('jobs').selectAll().where('id', '=', id).where('lease_owner', '=', owner).where('status', '=', 'processing');
-    if (this.store.dialect === 'postgres') query = query.forUpdate();
-    return query.executeTakeFirst();
+    return forUpdate(trx.selectFrom('jobs').selectAll().where('id', '=', id).where('lease_owner', '=', owner).where('status', '=', 'processing'), this.store.dialect).executeTakeFirst();
   }
 }

@@ -8,6 +8,7 @@ import type { DetectionResult } from '../detect/types.js';
 import type { Store } from '../store/db.js';
 import { completionOf, PARSE_JOB, type ParseParams } from '../store/parse-jobs.js';
 import type { Database, JobRow } from '../store/schema.js';
+import { forUpdate } from '../store/tx.js';
 import type { JobError, JobQueue } from './queue.js';
 
 export interface WorkerLog {
@@ -203,9 +204,7 @@ export class ParseWorker {
       // The document's row first, as every field edit and a permanent delete take it (else
       // PostgreSQL could deadlock a completion against a delete of the same document).
       const lockDocument = async (trx: Transaction<Database>) => {
-        let query = trx.selectFrom('documents').select('id').where('id', '=', job.document_id);
-        if (store.dialect === 'postgres') query = query.forUpdate();
-        await query.execute();
+        await forUpdate(trx.selectFrom('documents').select('id').where('id', '=', job.document_id), store.dialect).execute();
       };
       const completed = await queue.complete(job.id, this.owner, (trx, held) => completionOf(trx, store, held, result), lockDocument);
       log.info({ job: job.id, ms: Date.now() - started, fields: result.fields.length, completed }, completed ? 'parse job completed' : 'parse job lost its lease before completing');

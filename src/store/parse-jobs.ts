@@ -170,19 +170,17 @@ export async function applyParseJob(
   jobId: string,
   options: { minConfidence: number; replaceExisting: boolean },
 ): Promise<{ createdFieldIds: string[]; deletedFieldIds: string[] }> {
-  // The apply mode never changes: a draft-mode job is refused before any lock is taken (its
-  // completion locks the job, then the document; this path locks the document, then the job).
-  await getParseJob(store.db, workspaceId, documentId, jobId).then((view) => {
-    if (view.applyMode === 'draft') throw new AppError('job_already_applied', 'This job ran with applyMode "draft": its fields were added to the draft when it completed.');
-  });
   return store.db.transaction().execute(async (trx) => {
-    // The document's lock first (as every field edit takes it), then the job's.
+    // The document's lock first (as every field edit and every completion takes it), then the job's.
     const document = await lockDocument(trx, store, workspaceId, documentId);
     const job = await forUpdate(
       trx.selectFrom('jobs').selectAll().where('id', '=', jobId).where('document_id', '=', documentId).where('kind', '=', PARSE_JOB),
       store.dialect,
     ).executeTakeFirst();
     if (!job) throw notFound('Parse job');
+    if ((JSON.parse(job.params) as ParseParams).applyMode === 'draft') {
+      throw new AppError('job_already_applied', 'This job ran with applyMode "draft": its fields were added to the draft when it completed.');
+    }
     if (job.status !== 'completed') throw new AppError('job_not_completed', `This job is ${job.status}; apply it once it has completed.`);
     if (job.applied !== null) throw new AppError('job_already_applied', 'This job has been applied already; start a new job to detect again.');
     if (document.status === 'archived') throw archived();
