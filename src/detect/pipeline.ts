@@ -19,8 +19,13 @@ export interface DetectOptions {
   signal?: AbortSignal;
   /** For tests of the AI engine. */
   fetch?: typeof fetch;
-  /** How long the AI review of all pages may take (default 5 minutes, well inside the thread's limit). */
+  /** How long the AI review of all pages may take (default 5 minutes). */
   aiBudgetMs?: number;
+  /**
+   * When the AI review must end at the latest (a `performance.now()` time): the detection's own
+   * time limit, less a margin, so that a slow read and a slow review together never outlast it.
+   */
+  aiDeadline?: number;
 }
 
 const AI_BUDGET_MS = 5 * 60_000;
@@ -36,7 +41,7 @@ async function review(pages: readonly AiPageInput[], options: DetectOptions, war
   };
   if (!options.ai) warn('ai: no AI endpoint is configured; the layout result is used');
   const fields: DetectedField[] = [];
-  const deadline = performance.now() + (options.aiBudgetMs ?? AI_BUDGET_MS);
+  const deadline = Math.min(performance.now() + (options.aiBudgetMs ?? AI_BUDGET_MS), options.aiDeadline ?? Infinity);
   for (const page of pages) {
     const remaining = Math.ceil(deadline - performance.now());
     let reviewed: DetectedField[] | null = null;

@@ -44,9 +44,12 @@ export function detectInThread(data: Uint8Array, options: RunOptions = {}): Prom
   // From source (tests, under tsx) the thread registers the TypeScript loader before it loads
   // its module; built, it loads the JavaScript directly and inherits the parent's Node options.
   const entry = new URL(fromSource ? './thread.ts' : './thread.js', import.meta.url);
+  const timeoutMs = options.timeoutMs ?? 10 * 60_000;
   const worker = new Worker(fromSource ? bootstrap(entry) : entry, {
     ...(fromSource ? { eval: true } : {}),
-    workerData: { data, engine: options.engine ?? 'layout', ai: options.ai ?? null } satisfies ThreadInput,
+    // The AI review stops at 90 % of the time limit: the pages it did not reach keep their layout
+    // fields, and the job completes rather than timing out.
+    workerData: { data, engine: options.engine ?? 'layout', ai: options.ai ?? null, reviewBy: Date.now() + Math.floor(timeoutMs * 0.9) } satisfies ThreadInput,
     transferList: [data.buffer as ArrayBuffer],
     resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
   });
@@ -61,7 +64,6 @@ export function detectInThread(data: Uint8Array, options: RunOptions = {}): Prom
       if (outcome instanceof Error) reject(outcome);
       else resolve(outcome);
     };
-    const timeoutMs = options.timeoutMs ?? 10 * 60_000;
     const timer = setTimeout(() => finish(new DetectionError('detection_timeout', `detection took longer than ${Math.round(timeoutMs / 1000)} s`, false)), timeoutMs);
     const onAbort = () => finish(new DetectionError('aborted', 'detection was stopped', false));
     if (options.signal?.aborted) onAbort();

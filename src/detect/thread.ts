@@ -21,9 +21,12 @@ export interface ThreadInput {
   data: Uint8Array;
   engine: 'layout' | 'ai';
   ai: AiConfig | null;
+  /** When the AI review must end (`Date.now()` time), inside the thread's time limit. */
+  reviewBy: number;
 }
 
-async function run({ data, engine, ai }: ThreadInput): Promise<void> {
+async function run({ data, engine, ai, reviewBy }: ThreadInput): Promise<void> {
+  const aiDeadline = performance.now() + (reviewBy - Date.now());
   const task = pdfjs.getDocument({ data, stopAtErrors: false, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 });
   let doc;
   try {
@@ -39,7 +42,7 @@ async function run({ data, engine, ai }: ThreadInput): Promise<void> {
       post({ type: 'error', unreadable: true, message: `the PDF has ${doc.numPages} pages; at most ${MAX_PAGES} are read` });
       return;
     }
-    const result = await detectFields(doc, { engine, ai, onProgress: (done, total) => post({ type: 'progress', done, total }) });
+    const result = await detectFields(doc, { engine, ai, aiDeadline, onProgress: (done, total) => post({ type: 'progress', done, total }) });
     post({ type: 'result', result });
   } finally {
     await task.destroy();
