@@ -139,7 +139,8 @@ export function readPage(
       case OPS.save:
         stack.push({ ctm, lineWidth, fillLevel, strokeLevel });
         break;
-      case OPS.restore: {
+      case OPS.restore:
+      case OPS.paintFormXObjectEnd: {
         const s = stack.pop();
         if (s) ({ ctm, lineWidth, fillLevel, strokeLevel } = s);
         break;
@@ -147,13 +148,11 @@ export function readPage(
       case OPS.transform:
         ctm = multiply(args as Matrix, ctm);
         break;
-      case OPS.paintFormXObjectBegin:
+      case OPS.paintFormXObjectBegin: {
         stack.push({ ctm, lineWidth, fillLevel, strokeLevel });
-        if (Array.isArray(args[0]) && args[0].length === 6) ctm = multiply(args[0] as Matrix, ctm);
-        break;
-      case OPS.paintFormXObjectEnd: {
-        const s = stack.pop();
-        if (s) ({ ctm, lineWidth, fillLevel, strokeLevel } = s);
+        // The form's /Matrix: pdf.js gives it as a Float32Array (or null).
+        const matrix = args[0] as ArrayLike<number> | null | undefined;
+        if (matrix?.length === 6 && Array.from(matrix).every(Number.isFinite)) ctm = multiply(Array.from(matrix) as Matrix, ctm);
         break;
       }
       case OPS.setLineWidth:

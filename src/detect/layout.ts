@@ -105,7 +105,7 @@ class PageIndex {
     const long = (s: Segment) => s.b - s.a >= 3;
     this.horizontal = mergeSegments(page.horizontal).filter(long);
     this.vertical = mergeSegments(page.vertical).filter(long);
-    this.words = page.words.filter((w) => w.w > 0 && w.h > 0);
+    this.words = page.words.filter((w) => w.w > 0 && w.h > 0 && Number.isFinite(w.x + w.y + w.w + w.h));
     // Grey areas mark space that is not to be written on (or decoration); white and near-white do not.
     this.shaded = page.shapes.filter((s) => s.filled && !s.round && s.fillLevel < 0.93 && s.w > 6 && s.h > 4);
     const sizes = this.words.filter((w) => !isLeader(w.str)).map((w) => w.size).sort((a, b) => a - b);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { degrees, PDFDocument, rgb, StandardFonts } from '@cantoo/pdf-lib';
+import { degrees, drawObject, lineTo, moveTo, PDFDocument, PDFName, popGraphicsState, pushGraphicsState, rgb, setLineWidth, StandardFonts, stroke } from '@cantoo/pdf-lib';
 import type { DetectedField } from '../../src/detect/types.js';
 import { detect, drawPdf, drawUnicode, points, show, type Draw, type PageSpec } from '../helpers/layout-pdf.js';
 
@@ -351,6 +351,25 @@ describe('layout detection: fields', () => {
     assert.equal(field.type, 'short_text');
     assert.match(field.label, /Name/);
     assertAboveRule(field, { x1: 110, x2: 300, y: 102 }, 792, 612);
+  });
+
+  it('a fill-in line drawn inside a form XObject moved by its /Matrix is one field where the matrix puts it', async () => {
+    // The form draws a rule from (0, 0) to (220, 0); its /Matrix moves it to x 140..360 at y 598
+    // (displayed y 194). Read without the matrix, it would sit at the page's bottom-left corner.
+    const field = only(
+      await fieldsOf([
+        {
+          draw: (d) => {
+            d.text('Full name', 72, 600);
+            const form = d.doc.context.formXObject([setLineWidth(1), moveTo(0, 0), lineTo(220, 0), stroke()], { BBox: [-5, -5, 225, 5], Matrix: [1, 0, 0, 1, 140, 598] });
+            d.page.node.setXObject(PDFName.of('Fm1'), d.doc.context.register(form));
+            d.page.pushOperators(pushGraphicsState(), drawObject('Fm1'), popGraphicsState());
+          },
+        },
+      ]),
+    );
+    assert.match(field.label, /Full name/);
+    assertAboveRule(field, { x1: 140, x2: 360, y: 194 });
   });
 
   it('on a page with an offset crop box, a fill-in line is one field at its place on the cropped page', async () => {
