@@ -48,14 +48,17 @@ function distinct(values: string[]): string[] {
 export function detectAcroform(pages: readonly AnnotatedPage[], skipped: Record<string, number>): DetectedField[] {
   const skip = (reason: string) => (skipped[reason] = (skipped[reason] ?? 0) + 1);
   // A radio group's choices are the export values of all its widgets, wherever they are.
-  const radioChoices = new Map<string, string[]>();
+  const values = new Map<string, string[]>();
   for (const page of pages) {
     for (const a of page.annotations) {
       if (a.subtype !== 'Widget' || a.fieldType !== 'Btn' || !a.radioButton) continue;
       const name = a.fieldName ?? '';
-      radioChoices.set(name, [...(radioChoices.get(name) ?? []), clean(a.buttonValue)]);
+      const list = values.get(name);
+      if (list) list.push(clean(a.buttonValue));
+      else values.set(name, [clean(a.buttonValue)]);
     }
   }
+  const radioChoices = new Map([...values].map(([name, list]) => [name, distinct(list)]));
   const fields: DetectedField[] = [];
   for (const page of pages) {
     for (const a of page.annotations) {
@@ -90,7 +93,7 @@ export function detectAcroform(pages: readonly AnnotatedPage[], skipped: Record<
             continue;
           }
           if (a.radioButton) {
-            choices = distinct(radioChoices.get(a.fieldName ?? '') ?? []);
+            choices = [...(radioChoices.get(a.fieldName ?? '') ?? [])];
             type = 'mcq';
             const option = clean(a.buttonValue);
             // Each widget of the group is one option: say which in the label.
