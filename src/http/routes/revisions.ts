@@ -34,33 +34,22 @@ function summaryOf(body: Static<typeof PublishBody> | undefined): string | null 
  */
 export function revisionRoutes(app: FastifyInstance, store: Store): void {
   const kinds = [
-    { kind: 'form', path: 'forms', label: 'Form', tag: 'Forms', Revision: FormRevision, WithSnapshot: FormRevisionWithSnapshot },
-    { kind: 'document', path: 'documents', label: 'Document', tag: 'Documents', Revision: DocumentRevision, WithSnapshot: DocumentRevisionWithSnapshot },
+    { kind: 'form', path: 'forms', label: 'Form', tag: 'Forms', grant: 'forms:write', publish: publishForm, Published: PublishedForm, Revision: FormRevision, WithSnapshot: FormRevisionWithSnapshot },
+    { kind: 'document', path: 'documents', label: 'Document', tag: 'Documents', grant: 'documents:write', publish: publishDocument, Published: PublishedDocument, Revision: DocumentRevision, WithSnapshot: DocumentRevisionWithSnapshot },
   ] as const;
 
-  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>('/api/v1/forms/:id/publish', {
-    config: { grants: ['forms:write'], optionalBody: true },
-    schema: { tags: ['Forms'], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(PublishedForm)) },
-    handler: async (request, reply) => {
-      const id = pathId('Form', request.params.id);
-      const published = await publishForm(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });
-      reply.code(201).header('location', `/api/v1/forms/${id}/revisions/${published.revision.version}`);
-      return { success: true, data: published };
-    },
-  });
+  for (const { kind, path, label, tag, grant, publish, Published, Revision, WithSnapshot } of kinds) {
+    app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>(`/api/v1/${path}/:id/publish`, {
+      config: { grants: [grant], optionalBody: true },
+      schema: { tags: [tag], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(Published)) },
+      handler: async (request, reply) => {
+        const id = pathId(label, request.params.id);
+        const published = await publish(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });
+        reply.code(201).header('location', `/api/v1/${path}/${id}/revisions/${published.revision.version}`);
+        return { success: true, data: published };
+      },
+    });
 
-  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>('/api/v1/documents/:id/publish', {
-    config: { grants: ['documents:write'], optionalBody: true },
-    schema: { tags: ['Documents'], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(PublishedDocument)) },
-    handler: async (request, reply) => {
-      const id = pathId('Document', request.params.id);
-      const published = await publishDocument(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });
-      reply.code(201).header('location', `/api/v1/documents/${id}/revisions/${published.revision.version}`);
-      return { success: true, data: published };
-    },
-  });
-
-  for (const { kind, path, label, tag, Revision, WithSnapshot } of kinds) {
     app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListRevisionsQuery> }>(`/api/v1/${path}/:id/revisions`, {
       config: { grants: ['revisions:read'] },
       schema: { tags: [tag, 'Revisions'], summary: `List the revisions of a ${kind}, newest first`, params: IdParams, querystring: ListRevisionsQuery, response: responses(200, OkList(Revision)) },
@@ -81,7 +70,6 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
     });
   }
 }
-
 
 /**
  * The revision with its snapshot spliced in as stored: the snapshot is served byte for byte as it
