@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { AppError, notFound } from '../domain/errors.js';
 import type { Direction, FieldSpec, FieldType } from '../domain/fields.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
-import type { Store } from './db.js';
+import type { Dialect, Store } from './db.js';
 import type { Page } from './forms.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
 import { publishDocumentLocked, withVersionRetry } from './revisions.js';
@@ -83,6 +83,13 @@ export function liveDocuments(db: Kysely<Database>, workspaceId: string) {
   return db.selectFrom('documents').where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
 }
 
+/** The live document's row, locked for the rest of the transaction (404 when it is not there). */
+export async function lockLiveDocument(trx: Transaction<Database>, dialect: Dialect, workspaceId: string, id: string): Promise<DocumentRow> {
+  const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', id), dialect).executeTakeFirst();
+  if (!row) throw notFound('Document');
+  return row;
+}
+
 export async function insertDocument(db: Kysely<Database>, row: DocumentRow): Promise<DocumentView> {
   await db.insertInto('documents').values(row).execute();
   return toDocument(row);
@@ -123,8 +130,7 @@ export async function updateDocument(
   keyId: string,
 ): Promise<DocumentView> {
   return withVersionRetry(() => store.db.transaction().execute(async (trx) => {
-    const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', id), store.dialect).executeTakeFirst();
-    if (!row) throw notFound('Document');
+    const row = await lockLiveDocument(trx, store.dialect, workspaceId, id);
     const current = row.status as Status;
     if (patch.status !== undefined) assertForwardTransition('document', current, patch.status);
     if (current === 'archived' && patch.title !== undefined) {

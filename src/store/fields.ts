@@ -4,10 +4,9 @@ import { AppError, invalid, notFound } from '../domain/errors.js';
 import { defaultLabel, MAX_FIELDS_PER_DOCUMENT, validateField, type FieldSpec } from '../domain/fields.js';
 import { newId } from '../domain/ids.js';
 import type { Store } from './db.js';
-import { liveDocuments, toField, type FieldView } from './documents.js';
+import { liveDocuments, lockLiveDocument, toField, type FieldView } from './documents.js';
 import { clampPosition, closeGap, countSiblings, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
-import { forUpdate } from './tx.js';
 
 /** A field as a client sends it: the type and the box are required, the rest has defaults. */
 export type FieldInput = Pick<FieldSpec, 'type' | 'pageNumber' | 'x' | 'y' | 'width' | 'height'> &
@@ -78,8 +77,7 @@ async function editDocument<T>(
   work: (trx: Transaction<Database>, document: DocumentRow) => Promise<T>,
 ): Promise<T> {
   return store.db.transaction().execute(async (trx) => {
-    const document = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', documentId), store.dialect).executeTakeFirst();
-    if (!document) throw notFound('Document');
+    const document = await lockLiveDocument(trx, store.dialect, workspaceId, documentId);
     if (document.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only: its fields cannot change.');
     const result = await work(trx, document);
     const unchanged = typeof result === 'object' && result !== null && (result as { changed?: boolean }).changed === false;

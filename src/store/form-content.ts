@@ -9,7 +9,7 @@ import type { Dialect, Store } from './db.js';
 import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
 import { preparedQuery } from './prepared.js';
-import { forUpdate } from './tx.js';
+import { lockLiveForm } from './forms.js';
 
 
 export interface SectionView {
@@ -201,11 +201,7 @@ async function editContent<T>(
   work: (trx: Transaction<Database>, content: FormContent) => Promise<T>,
 ): Promise<T> {
   return store.db.transaction().execute(async (trx) => {
-    const form = await forUpdate(
-      trx.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null),
-      store.dialect,
-    ).executeTakeFirst();
-    if (!form) throw notFound('Form');
+    const form = await lockLiveForm(trx, store.dialect, workspaceId, formId);
     if (form.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only: its questions, sections and rules cannot change.');
     const result = await work(trx, await loadContent(trx, formId));
     if ((result as { changed?: boolean } | null)?.changed !== false) {

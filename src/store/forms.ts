@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { AppError, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
-import type { Store } from './db.js';
+import type { Dialect, Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
 import { questionCounts } from './form-content.js';
@@ -60,6 +60,13 @@ function live(db: Kysely<Database>, workspaceId: string) {
   return db.selectFrom('forms').where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
 }
 
+/** The live form's row, locked for the rest of the transaction (404 when it is not there). */
+export async function lockLiveForm(trx: Transaction<Database>, dialect: Dialect, workspaceId: string, id: string): Promise<FormRow> {
+  const row = await forUpdate(live(trx, workspaceId).selectAll().where('id', '=', id), dialect).executeTakeFirst();
+  if (!row) throw notFound('Form');
+  return row;
+}
+
 export async function createForm(db: Kysely<Database>, workspaceId: string, input: FormInput): Promise<Form> {
   const now = new Date().toISOString();
   const row: FormRow = {
@@ -101,8 +108,7 @@ export async function listForms(
  */
 export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch, keyId: string): Promise<Form> {
   return withVersionRetry(() => store.db.transaction().execute(async (trx) => {
-    const row = await forUpdate(live(trx, workspaceId).selectAll().where('id', '=', id), store.dialect).executeTakeFirst();
-    if (!row) throw notFound('Form');
+    const row = await lockLiveForm(trx, store.dialect, workspaceId, id);
     const current = row.status as Status;
     const { status, ...content } = patch;
     if (status !== undefined) assertForwardTransition('form', current, status);

@@ -4,9 +4,9 @@ import { AppError, notFound } from '../domain/errors.js';
 import { CHOICE_FIELD_TYPES, type FieldSpec } from '../domain/fields.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { Store } from './db.js';
-import { liveDocuments } from './documents.js';
+import { liveDocuments, lockLiveDocument } from './documents.js';
 import { applyCandidates, type Candidate } from './fields.js';
-import type { Database, DocumentRow, JobRow } from './schema.js';
+import type { Database, JobRow } from './schema.js';
 import { forUpdate } from './tx.js';
 
 export const PARSE_JOB = 'parse';
@@ -85,12 +85,6 @@ export function toParseJob(row: JobRow, now = Date.now()): ParseJobView {
   };
 }
 
-async function lockDocument(trx: Transaction<Database>, store: Store, workspaceId: string, documentId: string): Promise<DocumentRow> {
-  const document = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', documentId), store.dialect).executeTakeFirst();
-  if (!document) throw notFound('Document');
-  return document;
-}
-
 const archived = () => new AppError('document_not_editable', 'This document is archived and read only: fields cannot be detected into it.');
 
 /** `POST /documents/{id}/parse-jobs`: queues the job (the engine already resolved). */
@@ -102,7 +96,7 @@ export async function startParseJob(
   params: ParseParams,
 ): Promise<ParseJobView> {
   return store.db.transaction().execute(async (trx) => {
-    const document = await lockDocument(trx, store, workspaceId, documentId);
+    const document = await lockLiveDocument(trx, store.dialect, workspaceId, documentId);
     if (document.status === 'archived') throw archived();
     const row = await queue.enqueue({ kind: PARSE_JOB, workspaceId, documentId, params }, trx);
     return toParseJob(row);
@@ -172,7 +166,7 @@ export async function applyParseJob(
 ): Promise<{ createdFieldIds: string[]; deletedFieldIds: string[] }> {
   return store.db.transaction().execute(async (trx) => {
     // The document's lock first (as every field edit and every completion takes it), then the job's.
-    const document = await lockDocument(trx, store, workspaceId, documentId);
+    const document = await lockLiveDocument(trx, store.dialect, workspaceId, documentId);
     const job = await forUpdate(
       trx.selectFrom('jobs').selectAll().where('id', '=', jobId).where('document_id', '=', documentId).where('kind', '=', PARSE_JOB),
       store.dialect,

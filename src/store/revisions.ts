@@ -11,11 +11,10 @@ import {
   type SnapshotItem,
 } from '../domain/revisions.js';
 import type { Store } from './db.js';
-import { listFields, liveDocuments, toDocument, type DocumentView, type FieldView } from './documents.js';
+import { listFields, lockLiveDocument, toDocument, type DocumentView, type FieldView } from './documents.js';
 import { loadContent, type FormContent } from './form-content.js';
-import { toForm, type Form, type Page } from './forms.js';
+import { lockLiveForm, toForm, type Form, type Page } from './forms.js';
 import type { Database, DocumentRow, FormRow } from './schema.js';
-import { forUpdate } from './tx.js';
 
 export interface RevisionView {
   id: string;
@@ -165,11 +164,7 @@ export async function publishForm(
   // The transaction commits before `no_changes` is thrown: clearing a stale flag is kept.
   const published = await withVersionRetry(() =>
     store.db.transaction().execute(async (trx) => {
-      const row = await forUpdate(
-        trx.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', formId).where('deleted_at', 'is', null),
-        store.dialect,
-      ).executeTakeFirst();
-      if (!row) throw notFound('Form');
+      const row = await lockLiveForm(trx, store.dialect, workspaceId, formId);
       if (row.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only; it cannot be published again. Its revisions stay readable.');
       return publishFormLocked(trx, row, options);
     }),
@@ -208,8 +203,7 @@ export async function publishDocument(
 ): Promise<{ document: DocumentView; revision: RevisionView }> {
   const published = await withVersionRetry(() =>
     store.db.transaction().execute(async (trx) => {
-      const row = await forUpdate(liveDocuments(trx, workspaceId).selectAll().where('id', '=', documentId), store.dialect).executeTakeFirst();
-      if (!row) throw notFound('Document');
+      const row = await lockLiveDocument(trx, store.dialect, workspaceId, documentId);
       if (row.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only; it cannot be published again. Its revisions stay readable.');
       return publishDocumentLocked(trx, row, options);
     }),
