@@ -133,11 +133,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(ErrorEnvelope);
 
   app.addHook('onRequest', guard);
+  // Routes whose JSON body may be left out (the OpenAPI document says so: see transformObject).
+  const optionalBodies = new Set<string>();
   // Key casing runs only on routes that take a JSON body, before their schema is checked.
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return;
     const opaque = new Set(route.config?.opaqueKeys ?? []);
     const optionalBody = route.config?.optionalBody === true;
+    if (optionalBody) for (const method of [route.method].flat()) optionalBodies.add(`${method.toLowerCase()} ${route.url.replace(/:(\w+)/g, '{$1}')}`);
     const camelize: preValidationHookHandler = (request, reply, done) => {
       if (request.isMultipart()) {
         reply.header('connection', 'close');
@@ -178,11 +181,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     // The upload is read part by part rather than validated as a body, so its request body is
-    // described here for the document.
+    // described here for the document; an optional body is not `required`.
     transformObject: (documentObject) => {
       const spec = (documentObject as { openapiObject: { paths?: Record<string, Record<string, Record<string, unknown>>> } }).openapiObject;
       const upload = spec.paths?.['/api/v1/documents']?.post;
       if (upload) upload.requestBody = UPLOAD_REQUEST_BODY;
+      for (const [path, operations] of Object.entries(spec.paths ?? {})) {
+        for (const [method, operation] of Object.entries(operations)) {
+          const body = operation.requestBody as { required?: boolean } | undefined;
+          if (body && optionalBodies.has(`${method} ${path}`)) body.required = false;
+        }
+      }
       return spec;
     },
   });

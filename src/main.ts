@@ -28,7 +28,8 @@ Commands:
 
 Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_URL,
 RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS,
-WORKER_STOP_GRACE_MS (see README.md).`;
+WORKER_STOP_GRACE_MS, AI_BASE_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_MS, AI_MAX_RETRIES
+(see README.md).`;
 
 /** On PostgreSQL other servers may be between storing a blob and writing its row: spare young blobs. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;

@@ -330,7 +330,7 @@ describe('parse-job progress while a job runs', () => {
     assert.deepEqual([row.status, Number(row.attempts), row.progress_done, row.progress_total], ['pending', 1, null, null]);
   });
 
-  it('the OpenAPI document describes progress on the job (POST and GET)', async () => {
+  it('the OpenAPI document describes progress and the engine on the job (POST and GET), optional bodies as optional, Location headers', async () => {
     const spec = (await ctx.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
     for (const [path, method, status] of [['/api/v1/documents/{id}/parse-jobs', 'post', '202'], ['/api/v1/documents/{id}/parse-jobs/{jobId}', 'get', '200']] as const) {
       const job = spec.paths[path][method].responses[status].content['application/json'].schema.properties.data;
@@ -338,6 +338,15 @@ describe('parse-job progress while a job runs', () => {
       const [shape, nothing] = job.properties.progress.anyOf;
       assert.deepEqual([shape.required, shape.properties.pagesDone.type, shape.properties.pagesTotal.type, nothing.type], [['pagesDone', 'pagesTotal'], 'integer', 'integer', 'null'], path);
       assert.match(shape.description, /pages/i);
+      assert.deepEqual(job.properties.engine.enum, ['layout', 'ai'], path);
+    }
+    // Optional JSON bodies are not required; created resources say where they are.
+    for (const path of ['/api/v1/documents/{id}/parse-jobs', '/api/v1/documents/{id}/parse-jobs/{jobId}/apply', '/api/v1/forms/{id}/publish', '/api/v1/documents/{id}/publish']) {
+      assert.equal(spec.paths[path].post.requestBody.required, false, path);
+    }
+    assert.equal(spec.paths['/api/v1/forms'].post.requestBody.required, true);
+    for (const [path, status] of [['/api/v1/documents/{id}/parse-jobs', '202'], ['/api/v1/forms/{id}/publish', '201'], ['/api/v1/forms', '201'], ['/api/v1/documents', '201']] as const) {
+      assert.equal(spec.paths[path].post.responses[status].headers?.Location?.schema?.type, 'string', path);
     }
   });
 

@@ -78,7 +78,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
 
   app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof CreateQuestionBody> }>('/api/v1/forms/:id/questions', {
     config: write,
-    schema: { tags: ['Questions'], summary: 'Create a question', params: IdParams, querystring: NoQuery, body: CreateQuestionBody, response: responses(201, Ok(QuestionSchema)) },
+    schema: { tags: ['Questions'], summary: 'Create a question', params: IdParams, querystring: NoQuery, body: CreateQuestionBody, response: responses(201, Ok(QuestionSchema), { location: 'The question' }) },
     handler: async (request, reply) => {
       const formId = pathId('Form', request.params.id);
       const question = await createQuestion(store, workspaceOf(request), formId, { ...request.body, questionText: checkText('questionText', request.body.questionText) });
@@ -110,7 +110,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
 
   app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof CreateSectionBody> }>('/api/v1/forms/:id/sections', {
     config: write,
-    schema: { tags: ['Sections'], summary: 'Create a section', params: IdParams, querystring: NoQuery, body: CreateSectionBody, response: responses(201, Ok(SectionSchema)) },
+    schema: { tags: ['Sections'], summary: 'Create a section', params: IdParams, querystring: NoQuery, body: CreateSectionBody, response: responses(201, Ok(SectionSchema), { location: 'The section' }) },
     handler: async (request, reply) => {
       const formId = pathId('Form', request.params.id);
       const section = await createSection(store, workspaceOf(request), formId, { ...request.body, title: checkText('title', request.body.title) });
@@ -142,7 +142,7 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
 
   app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof RuleBody> }>('/api/v1/forms/:id/rules', {
     config: write,
-    schema: { tags: ['Rules'], summary: 'Create a rule (short or full form)', params: IdParams, querystring: NoQuery, body: RuleBody, response: responses(201, Ok(RuleSchema)) },
+    schema: { tags: ['Rules'], summary: 'Create a rule (short or full form)', params: IdParams, querystring: NoQuery, body: RuleBody, response: responses(201, Ok(RuleSchema), { location: 'The rule' }) },
     handler: async (request, reply) => {
       const formId = pathId('Form', request.params.id);
       const rule = await createRule(store, workspaceOf(request), formId, request.body);

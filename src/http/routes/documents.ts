@@ -159,7 +159,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
       summary: 'Upload a PDF or DOCX (multipart/form-data: file, optional title)',
       consumes: ['multipart/form-data'],
       querystring: NoQuery,
-      response: responses(201, Ok(DocumentSchema)),
+      response: responses(201, Ok(DocumentSchema), { location: 'The document' }),
     },
     handler: async (request, reply) => {
       if (!request.isMultipart()) {

@@ -30,7 +30,7 @@ export function fieldRoutes(app: FastifyInstance, store: Store): void {
 
   app.post<{ Params: Static<typeof DocumentParams>; Body: Static<typeof CreateFieldBody> }>('/api/v1/documents/:id/fields', {
     config: { grants: ['documents:write'] },
-    schema: { tags, summary: 'Create a field', params: DocumentParams, querystring: NoQuery, body: CreateFieldBody, response: responses(201, Ok(FieldSchema)) },
+    schema: { tags, summary: 'Create a field', params: DocumentParams, querystring: NoQuery, body: CreateFieldBody, response: responses(201, Ok(FieldSchema), { location: 'The field' }) },
     handler: async (request, reply) => {
       const id = documentId(request.params.id);
       const [field] = await createFields(store, workspaceOf(request), id, [request.body]);

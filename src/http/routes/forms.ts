@@ -45,7 +45,7 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
 
   app.post<{ Body: Static<typeof CreateFormBody> }>('/api/v1/forms', {
     config: { grants: ['forms:write'], opaqueKeys: ['settings'] },
-    schema: { tags, summary: 'Create a form', querystring: NoQuery, body: CreateFormBody, response: responses(201, Ok(Form)) },
+    schema: { tags, summary: 'Create a form', querystring: NoQuery, body: CreateFormBody, response: responses(201, Ok(Form), { location: 'The form' }) },
     handler: async (request, reply) => {
       const { title, description, settings } = request.body;
       checkSettings(settings);

@@ -24,7 +24,7 @@ export function parseJobRoutes(app: FastifyInstance, store: Store, deps: ParseJo
   const tags = ['Parse jobs'];
   app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof StartParseJobBody> }>('/api/v1/documents/:id/parse-jobs', {
     config: { grants: ['documents:write', 'documents:parse_ai'], optionalBody: true },
-    schema: { tags, summary: 'Start detecting fields (202; poll the job)', params: IdParams, querystring: NoQuery, body: StartParseJobBody, response: responses(202, Ok(ParseJobSchema)) },
+    schema: { tags, summary: 'Start detecting fields (202; poll the job)', params: IdParams, querystring: NoQuery, body: StartParseJobBody, response: responses(202, Ok(ParseJobSchema), { location: 'The job: poll it there' }) },
     handler: async (request, reply) => {
       const documentId = pathId('Document', request.params.id);
       const requested = request.body.engine ?? 'auto';

@@ -41,7 +41,7 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
   for (const { kind, path, label, tag, grant, publish, Published, Revision, WithSnapshot } of kinds) {
     app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>(`/api/v1/${path}/:id/publish`, {
       config: { grants: [grant], optionalBody: true },
-      schema: { tags: [tag], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(Published)) },
+      schema: { tags: [tag], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(Published), { location: 'The new revision' }) },
       handler: async (request, reply) => {
         const id = pathId(label, request.params.id);
         const published = await publish(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });

@@ -34,9 +34,13 @@ export const Deleted = Ok(Type.Object({ id: Id, deleted: Type.Literal(true) }));
 
 const errorRef = Type.Unsafe({ $ref: 'ErrorEnvelope#' });
 
-/** Response schemas of a route: its success shape plus the error envelope for every error status. */
-export function responses(status: number, success: TSchema): Record<string, TSchema> {
-  return { [status]: success, '4xx': errorRef, '5xx': errorRef };
+/**
+ * Response schemas of a route: its success shape plus the error envelope for every error status.
+ * `location` documents the `Location` header the success answer carries (the created resource).
+ */
+export function responses(status: number, success: TSchema, options: { location?: string } = {}): Record<string, TSchema> {
+  const described = options.location ? { ...success, headers: { Location: { type: 'string', description: options.location } } } : success;
+  return { [status]: described, '4xx': errorRef, '5xx': errorRef };
 }
 
 export const IdParams = Type.Object({ id: Type.String() });

@@ -41,7 +41,7 @@ export const ParseJobSchema = Type.Object(
     documentId: Id,
     status: OneOf(['pending', 'processing', 'completed', 'failed'] as const),
     applyMode: OneOf(APPLY_MODES),
-    engine: Type.String({ description: 'The engine that runs: layout or ai' }),
+    engine: OneOf(['layout', 'ai'] as const, { description: 'The engine the job runs (auto resolved when the job was created)' }),
     pollAfterMs: Nullable(Type.Integer({ minimum: 0 })),
     error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
     result: Nullable(
@@ -63,7 +63,7 @@ export const ParseJobSchema = Type.Object(
         { pagesDone: Type.Integer({ minimum: 0 }), pagesTotal: Type.Integer({ minimum: 0 }) },
         {
           description:
-            'Pages done of pages in the document, for a progress bar: null while pending; while processing as last reported (pagesDone 0 once the PDF is open; with the ai engine a page with candidates is done once the model has reviewed it), all of them once completed, the last value when failed',
+            'Pages done of pages in the document, for a progress bar: null while pending and until the worker reports (or when its lease ran out); while processing as last reported (pagesDone 0 once the PDF is open; with the ai engine a page with candidates is done once the model has reviewed it), all of them once completed, the last value when failed',
         },
       ),
     ),
