@@ -9,6 +9,7 @@
  * Uses only `fetch`, `AbortController`, `TextDecoder` and timers, so it runs in a worker thread too.
  */
 import { CHOICE_FIELD_TYPES, FIELD_TYPES, type FieldType } from '../domain/fields.js';
+import { pageRect } from './geometry.js';
 import type { DetectedField, Rect } from './types.js';
 
 export interface AiConfig {
@@ -306,12 +307,7 @@ function cleanRect(value: unknown): Rect | null {
   const right = Math.min(1, (x as number) + (width as number));
   const bottom = Math.min(1, (y as number) + (height as number));
   if (!(right - left >= MIN_SIDE && bottom - top >= MIN_SIDE)) return null;
-  const round = (n: number) => Math.round(n * 1e6) / 1e6;
-  const rect = { x: round(left), y: round(top), width: round(right - left), height: round(bottom - top) };
-  // Rounding must not push the box past the page's edge.
-  rect.width = Math.min(rect.width, round(1 - rect.x));
-  rect.height = Math.min(rect.height, round(1 - rect.y));
-  return rect;
+  return pageRect(left, top, right, bottom);
 }
 
 /** Applies the model's entries to the page's candidates. */

@@ -20,6 +20,22 @@ export function iou(a: Rect, b: Rect): number {
 const round = (n: number) => Math.round(n * 1e6) / 1e6;
 
 /**
+ * A box given by its edges in fractions of the page, clamped to the page and rounded to 6
+ * decimals, never past the page's edge by the rounding (fields must keep x + width ≤ 1);
+ * `null` when nothing of it is on the page.
+ */
+export function pageRect(left: number, top: number, right: number, bottom: number): Rect | null {
+  const x1 = Math.max(0, left);
+  const y1 = Math.max(0, top);
+  const x2 = Math.min(1, right);
+  const y2 = Math.min(1, bottom);
+  if (!(x2 > x1 && y2 > y1)) return null;
+  const x = round(x1);
+  const y = round(y1);
+  return { x, y, width: Math.min(round(x2 - x1), round(1 - x)), height: Math.min(round(y2 - y1), round(1 - y)) };
+}
+
+/**
  * The box around points of PDF user space, in fractions of the displayed page, clamped to it;
  * `null` when nothing of it is on the page.
  */
@@ -35,12 +51,7 @@ export function boxOf(view: PageView, points: Array<[number, number]>): Rect | n
     x2 = Math.max(x2, vx);
     y2 = Math.max(y2, vy);
   }
-  const left = Math.max(0, x1 / view.width);
-  const top = Math.max(0, y1 / view.height);
-  const right = Math.min(1, x2 / view.width);
-  const bottom = Math.min(1, y2 / view.height);
-  if (!(right > left && bottom > top)) return null;
-  return { x: round(left), y: round(top), width: round(right - left), height: round(bottom - top) };
+  return pageRect(x1 / view.width, y1 / view.height, x2 / view.width, y2 / view.height);
 }
 
 /** The box of a PDF rectangle `[x1, y1, x2, y2]` (any corner order). */

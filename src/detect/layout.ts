@@ -21,7 +21,8 @@
  */
 import { defaultLabel, type FieldType } from '../domain/fields.js';
 import { CHECK_GLYPHS, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
-import type { DetectedField, Rect } from './types.js';
+import { pageRect } from './geometry.js';
+import type { DetectedField } from './types.js';
 
 /** A field found on a page, in page points, before it becomes a DetectedField. */
 export interface Candidate extends Box {
@@ -792,16 +793,10 @@ function dedupe(candidates: Candidate[]): Candidate[] {
   return kept;
 }
 
-const round = (n: number) => Math.round(n * 1e6) / 1e6;
-
 /** A candidate as a detected field, its box in fractions of the displayed page. */
 export function toField(c: Candidate, pageNumber: number, page: { width: number; height: number }, confidence: number): DetectedField | null {
-  const x1 = Math.max(0, c.x / page.width);
-  const y1 = Math.max(0, c.y / page.height);
-  const x2 = Math.min(1, (c.x + c.w) / page.width);
-  const y2 = Math.min(1, (c.y + c.h) / page.height);
-  if (!(x2 > x1 && y2 > y1)) return null;
-  const rect: Rect = { x: round(x1), y: round(y1), width: round(x2 - x1), height: round(y2 - y1) };
+  const rect = pageRect(c.x / page.width, c.y / page.height, (c.x + c.w) / page.width, (c.y + c.h) / page.height);
+  if (!rect) return null;
   const label = c.label.replace(/\s+/g, ' ').trim().slice(0, 200) || defaultLabel(c.type);
   return { type: c.type, label, pageNumber, rect, confidence, source: 'layout', assigneeRole: null, isRequired: false, isReadOnly: false, options: {} };
 }
