@@ -62,14 +62,8 @@ export async function withVersionRetry<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-async function nextVersion(trx: Transaction<Database>, table: 'form_revisions' | 'document_revisions', parentColumn: 'form_id' | 'document_id', parentId: string) {
-  const row = await (trx as Transaction<any>)
-    .selectFrom(table)
-    .select((eb) => eb.fn.max('version').as('v'))
-    .where(parentColumn, '=', parentId)
-    .executeTakeFirst();
-  return Number((row as { v: number | string | null } | undefined)?.v ?? 0) + 1;
-}
+/** The next version: the parent's row (locked) holds the latest, as `freeze` keeps it. */
+const nextVersion = (row: { current_version: number | null }) => Number(row.current_version ?? 0) + 1;
 
 /** The definition the diff and the hash read, from the objects of a form snapshot. */
 function formDefinition(snapshot: FormSnapshot): FormDefinition {
@@ -141,7 +135,7 @@ export async function publishFormLocked(
 ): Promise<{ form: Form; revision: RevisionView } | null> {
   if (row.current_version !== null && !row.has_unpublished_changes) return null;
   const content = await loadContent(trx, row.id);
-  const version = await nextVersion(trx, 'form_revisions', 'form_id', row.id);
+  const version = nextVersion(row);
   const now = new Date().toISOString();
   const form = toForm({ ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }, content.questions.length);
   const snapshot: FormSnapshot = { form, sections: content.sections, questions: content.questions, rules: content.rules };
@@ -181,7 +175,7 @@ export async function publishDocumentLocked(
 ): Promise<{ document: DocumentView; revision: RevisionView } | null> {
   if (row.current_version !== null && !row.has_unpublished_changes) return null;
   const fields = await listFields(trx, row.id);
-  const version = await nextVersion(trx, 'document_revisions', 'document_id', row.id);
+  const version = nextVersion(row);
   const now = new Date().toISOString();
   const document = toDocument({ ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now });
   const snapshot: DocumentSnapshot = { document, fields };
