@@ -2,9 +2,8 @@ import crypto from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type preValidationHookHandler } from 'fastify';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
-import { pino } from 'pino';
 import swaggerUi from '@fastify/swagger-ui';
-import type { LogLevel } from './config.js';
+import type { HttpLimits, LogLevel } from './config.js';
 import { AppError } from './domain/errors.js';
 import { camelizeBody } from './http/casing.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
@@ -26,6 +25,9 @@ import type { PdfAnalyzer } from './files/pdf.js';
 import type { RateLimiter } from './limits/limiter.js';
 import type { Store } from './store/db.js';
 import { createKeyVerifier } from './store/keys.js';
+import { createLogger } from './log.js';
+import { makeClientErrorHandler } from './http/raw-answers.js';
+import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
 
 export interface AppDeps {
   store: Store;
@@ -39,11 +41,28 @@ export interface AppDeps {
   trustProxy?: false | number | string;
   /** The clock, in epoch milliseconds; tests pin it. */
   now?: () => number;
-  /** How long a verified key is remembered (default 5 s): the delay before a revocation bites. */
+  /** How long a verified key is remembered (default 5 s); a revocation empties the memory at once. */
   keyCacheTtlMs?: number;
+  /** Bytes of revision snapshots one workspace may store (default `DEFAULT_REVISION_BYTES`, 1 GiB). */
+  revisionBytesPerWorkspace?: number;
   /** The parse-job queue and this process's worker, if any (default: a queue, no worker here). */
   jobs?: ParseJobDeps;
+  /** Limits on slow and numerous clients (default: `DEFAULT_HTTP_LIMITS`). */
+  http?: Partial<HttpLimits>;
 }
+
+export type { HttpLimits };
+
+/** The defaults of the settings (config.ts reads them from the environment; README, settings). */
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  headersTimeoutMs: 15_000,
+  idleTimeoutMs: 65_000,
+  requestTimeoutMs: 600_000,
+  minBodyBytesPerSecond: 1024,
+  bodyRateGraceMs: 10_000,
+  uploadsPerWorkspace: 4,
+  uploadsTotal: 32,
+};
 
 export const DEFAULT_KEY_CACHE_TTL_MS = 5000;
 
@@ -75,12 +94,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const now = deps.now ?? Date.now;
   let shuttingDown = false;
 
-  const keys = createKeyVerifier(deps.store.db, deps.keyCacheTtlMs ?? DEFAULT_KEY_CACHE_TTL_MS);
-  const logger = pino(
-    { level: deps.logLevel ?? 'info', redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' } },
-    // Asynchronous: lines written while a write is in flight go out together, off the request path.
-    pino.destination({ sync: false }),
-  );
+  const keys = createKeyVerifier(deps.store.db, deps.keyCacheTtlMs ?? DEFAULT_KEY_CACHE_TTL_MS, (invalidate) => deps.store.watchKeyChanges(invalidate));
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...deps.http };
+  const logger = createLogger(deps.logLevel ?? 'info');
 
   const guard = makeGuard({
     limiter: deps.limiter,
@@ -104,8 +120,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     // Ids longer than this are no ids: let them reach the handlers, which answer 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    // A request (headers and body, an upload included) must arrive within 10 minutes.
-    requestTimeout: 600_000,
+    // A request (headers and body, an upload included) must arrive within 10 minutes; its
+    // headers within 15 s. Node checks both once a second (its default: every 30 s).
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.idleTimeoutMs,
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // Requests Node's parser refuses (a space in the path, a bad Content-Length, headers over
+    // 16 KiB, a timeout) are answered in the envelope too.
+    clientErrorHandler: makeClientErrorHandler({
+      limiter: deps.limiter,
+      now,
+      countPeer: !deps.trustProxy,
+      log: logger as FastifyBaseLogger,
+      headersTimeoutMs: limits.headersTimeoutMs,
+    }),
     // A URL Fastify's router cannot decode still gets the guard's headers and the envelope.
     frameworkErrors: (error, request, reply) => {
       guard(request, reply, (refused?: Error) => {
@@ -132,6 +160,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('principal', null);
   app.addSchema(ErrorEnvelope);
 
+  watchBodyRate(app, { minBytesPerSecond: limits.minBodyBytesPerSecond, graceMs: limits.bodyRateGraceMs });
   app.addHook('onRequest', guard);
   // Routes whose JSON body may be left out (the OpenAPI document says so: see transformObject).
   const optionalBodies = new Set<string>();
@@ -167,6 +196,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     shuttingDown = true;
   });
+  app.addHook('onClose', async () => keys.close());
 
   await app.register(swagger, {
     openapi: {
@@ -201,11 +231,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get(`${API_PREFIX}/openapi.json`, { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   operationRoutes(app, deps.store);
-  formRoutes(app, deps.store);
+  formRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
   contentRoutes(app, deps.store);
-  documentRoutes(app, deps);
+  documentRoutes(app, { ...deps, uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }) });
   fieldRoutes(app, deps.store);
-  revisionRoutes(app, deps.store);
+  revisionRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
   parseJobRoutes(app, deps.store, deps.jobs ?? { queue: new JobQueue(deps.store), wake: () => {}, aiConfigured: false });
 
   return app;

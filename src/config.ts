@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import type { AiConfig } from './detect/ai.js';
+import { DETECTION_LIMITS } from './detect/runner.js';
 
 /** The one typed, validated configuration. Nothing else in the service reads `process.env`. */
 export interface Config {
@@ -13,6 +14,8 @@ export interface Config {
   redisUrl: string | null;
   rateLimitPerMinute: number;
   maxUploadBytes: number;
+  /** Bytes of revision snapshots one workspace may store; publishing past it is `413`. */
+  revisionBytesPerWorkspace: number;
   logLevel: LogLevel;
   /**
    * Which proxies may name the client address in `X-Forwarded-For`: `false` (none: the socket's
@@ -29,8 +32,31 @@ export interface Config {
   jobLeaseMs: number;
   /** How long a stopping worker (SIGTERM) lets its running job finish before handing it back. */
   workerGraceMs: number;
+  /** The time and resident memory one field detection (its own process) may use. */
+  detectTimeoutMs: number;
+  detectMaxMemoryMb: number;
   /** The OpenAI-compatible endpoint of the `ai` detection engine; `null` when `AI_BASE_URL` is unset. */
   ai: AiConfig | null;
+  /** Timeouts, the least body rate and the upload slots of the HTTP server (README, settings). */
+  http: HttpLimits;
+  /** How long a write waits, off the event loop, for SQLite's lock held by another process. */
+  sqliteBusyWaitMs: number;
+}
+
+/** How long and how slowly a client may take, and how many uploads may run at once. */
+export interface HttpLimits {
+  /** A request's headers must have arrived this long after the connection (or the previous request). */
+  headersTimeoutMs: number;
+  /** A keep-alive connection with no request in flight is closed after this long. */
+  idleTimeoutMs: number;
+  /** A whole request, body included, must have arrived within this long. */
+  requestTimeoutMs: number;
+  /** The least average rate of a request body once `bodyRateGraceMs` have passed (0: no check). */
+  minBodyBytesPerSecond: number;
+  bodyRateGraceMs: number;
+  /** Uploads in flight at once, per workspace and in the whole process. */
+  uploadsPerWorkspace: number;
+  uploadsTotal: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -111,6 +137,26 @@ function ai(env: Env): AiConfig | null {
   return { baseUrl: raw.replace(/\/+$/, ''), apiKey: read(env, 'AI_API_KEY') ?? null, model, timeoutMs, maxRetries };
 }
 
+function httpLimits(env: Env): HttpLimits {
+  const limits = {
+    headersTimeoutMs: integer(env, 'HEADERS_TIMEOUT_MS', 15_000, 1_000, 600_000),
+    idleTimeoutMs: integer(env, 'IDLE_TIMEOUT_MS', 65_000, 1_000, 3_600_000),
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 600_000, 1_000, 86_400_000),
+    minBodyBytesPerSecond: integer(env, 'MIN_BODY_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
+    bodyRateGraceMs: integer(env, 'BODY_RATE_GRACE_MS', 10_000, 1_000, 3_600_000),
+    uploadsPerWorkspace: integer(env, 'MAX_UPLOADS_PER_WORKSPACE', 4, 1, 10_000),
+    uploadsTotal: integer(env, 'MAX_UPLOADS', 32, 1, 100_000),
+  };
+  // Node refuses a headers timeout longer than the request timeout.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new ConfigError('HEADERS_TIMEOUT_MS', `must not be longer than REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`);
+  }
+  if (limits.uploadsPerWorkspace > limits.uploadsTotal) {
+    throw new ConfigError('MAX_UPLOADS_PER_WORKSPACE', `must not be more than MAX_UPLOADS (${limits.uploadsTotal})`);
+  }
+  return limits;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -124,11 +170,16 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', ['redis://', 'rediss://']),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 100, 1, 1_000_000_000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 52_428_800, 1, Number.MAX_SAFE_INTEGER),
+    revisionBytesPerWorkspace: integer(env, 'REVISION_BYTES_PER_WORKSPACE', 1_073_741_824, 1_048_576, Number.MAX_SAFE_INTEGER),
     logLevel: logLevel as LogLevel,
     trustProxy: trustProxy(env),
     soffice: read(env, 'SOFFICE_PATH') ?? 'auto',
     jobLeaseMs: integer(env, 'JOB_LEASE_MS', 30_000, 1_000, 3_600_000),
     workerGraceMs: integer(env, 'WORKER_STOP_GRACE_MS', 10_000, 0, 3_600_000),
+    detectTimeoutMs: integer(env, 'DETECT_TIMEOUT_MS', DETECTION_LIMITS.timeoutMs, 1_000, 3_600_000),
+    detectMaxMemoryMb: integer(env, 'DETECT_MAX_MEMORY_MB', DETECTION_LIMITS.maxMemoryMb, 256, 65_536),
     ai: ai(env),
+    http: httpLimits(env),
+    sqliteBusyWaitMs: integer(env, 'SQLITE_BUSY_WAIT_MS', 5_000, 0, 600_000),
   };
 }

@@ -11,6 +11,7 @@ import { sweepBlobs } from './blobs/sweep.js';
 import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
 import { PdfAnalyzer } from './files/pdf.js';
 import { createStore, type Store } from './store/db.js';
+import { removeUnreferencedBlobs } from './store/blob-locks.js';
 import { referencedBlobs } from './store/documents.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
@@ -28,17 +29,20 @@ Commands:
 
 Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_URL,
 RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS,
-WORKER_STOP_GRACE_MS, AI_BASE_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_MS, AI_MAX_RETRIES
-(see README.md).`;
+WORKER_STOP_GRACE_MS, AI_BASE_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_MS, AI_MAX_RETRIES,
+HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, MIN_BODY_BYTES_PER_SECOND,
+BODY_RATE_GRACE_MS, MAX_UPLOADS_PER_WORKSPACE, MAX_UPLOADS, SQLITE_BUSY_WAIT_MS (see README.md).`;
 
-/** On PostgreSQL other servers may be between storing a blob and writing its row: spare young blobs. */
+/** Uploads in flight (of this server or, on PostgreSQL, of others) may be between storing a blob and writing its row: spare young blobs. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
+/** How often a running server looks for unreferenced blobs (those of a crashed upload of another server, say). */
+const BLOB_SWEEP_EVERY_MS = 60 * 60_000;
 
 /** A mistake in how the command was called: one line on stderr, exit code 2. */
 class UsageError extends Error {}
 
 export function openStore(config: Config): Store {
-  return createStore({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'formsign.sqlite') });
+  return createStore({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'formsign.sqlite'), sqliteBusyWaitMs: config.sqliteBusyWaitMs });
 }
 
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
@@ -93,16 +97,26 @@ async function serve(config: Config, args: string[]): Promise<void> {
     pdf,
     libreOffice,
     maxUploadBytes: config.maxUploadBytes,
+    revisionBytesPerWorkspace: config.revisionBytesPerWorkspace,
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
+    http: config.http,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
   });
   if (!flags['no-worker']) {
-    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai });
+    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config) });
     worker.start();
   }
   app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
   if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
+  const sweeper = setInterval(() => {
+    const recheck = async (sha256: string) => (await removeUnreferencedBlobs(store, blobs, [sha256])).length > 0;
+    sweepBlobs(blobs, () => referencedBlobs(store.db), BLOB_SWEEP_GRACE_MS, Date.now(), recheck).then(
+      (result) => (result.temps || result.blobs) && app.log.info(result, 'removed unreferenced files'),
+      (error: unknown) => app.log.warn({ err: error }, 'periodic sweep of stored files failed'),
+    );
+  }, BLOB_SWEEP_EVERY_MS);
+  sweeper.unref();
   app.log.info(sofficePath ? `DOCX renditions by LibreOffice (${sofficePath})` : 'LibreOffice not used: DOCX page counts come from docProps/app.xml');
   warn = (error) => app.log.warn({ err: error }, 'Redis rate limiter unavailable; counting in this process until it is back');
 
@@ -113,6 +127,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
       process.exit(1);
     }
     stopping = true;
+    clearInterval(sweeper);
     app.log.info(`${signal}: no new requests; finishing the ones in flight`);
     try {
       // The worker stops claiming at once; HTTP drains meanwhile.
@@ -133,6 +148,8 @@ async function serve(config: Config, args: string[]): Promise<void> {
   await app.listen({ host: config.host, port: config.port });
 }
 
+const detectionLimits = (config: Config) => ({ timeoutMs: config.detectTimeoutMs, maxMemoryMb: config.detectMaxMemoryMb });
+
 /** `formsign worker`: parse-job workers without the HTTP API. */
 async function workers(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { concurrency: { type: 'string', default: '1' } }, strict: true });
@@ -140,13 +157,13 @@ async function workers(config: Config, args: string[]): Promise<void> {
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be a whole number from 1 to 64');
   const store = openStore(config);
   await migrate(store);
-  const { pino } = await import('pino');
-  const log = pino({ level: config.logLevel, base: { pid: process.pid, role: 'worker' } });
+  const { createLogger } = await import('./log.js');
+  const log = createLogger(config.logLevel, { base: { pid: process.pid, role: 'worker' } });
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
   const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
   const blobs = new DiskBlobStore(config.dataDir);
-  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai }));
+  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config) }));
   for (const w of all) w.start();
   log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
   let stopping = false;
@@ -243,7 +260,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
     const { positionals } = parseArgs({ args: rest, options: {}, strict: true, allowPositionals: true });
     if (positionals.length !== 1) throw new UsageError('usage: formsign keys revoke <id>');
     const id = positionals[0]!;
-    const found = await withStore(config, (store) => revokeKey(store.db, id));
+    const found = await withStore(config, (store) => revokeKey(store, id));
     if (!found) throw new UsageError(`no key with id ${id}`);
     console.log(`Revoked key ${id}`);
     return;

@@ -1,25 +1,30 @@
 import type { BlobStore } from './store.js';
 
 /**
- * Start-up clean-up after a crash: temporary files of processes that no longer run, and blobs
- * that no row refers to (moved into place just before a crash, or left by a delete that crashed
- * before removing its file). `graceMs` spares blobs younger than that, for deployments where other
- * processes may be between storing a blob and writing its row (several servers on PostgreSQL);
- * the embedded SQLite deployment has one server and sweeps with no grace.
+ * Clean-up after a crash, at start-up and then periodically: temporary files of processes that
+ * no longer run, and blobs that no row refers to (committed just before a crash, before their
+ * row was written, or left by a delete that crashed before removing its file). `graceMs` spares
+ * blobs younger than that: uploads in flight commit their files before writing their rows (at
+ * start-up on SQLite, where no upload is in flight yet, there is no grace). `remove` is how an
+ * unreferenced blob goes; the periodic sweep passes one that checks again under the blob's lock,
+ * since a row may have come to refer to it since `referenced` was read.
  */
 export async function sweepBlobs(
   blobs: BlobStore,
   referenced: () => Promise<Set<string>>,
   graceMs: number,
   now = Date.now(),
+  remove: (sha256: string) => Promise<boolean> = async (sha256) => {
+    await blobs.delete(sha256);
+    return true;
+  },
 ): Promise<{ temps: number; blobs: number }> {
   const temps = await blobs.sweepTemps();
   const inUse = await referenced();
   let removed = 0;
   for await (const blob of blobs.list()) {
     if (inUse.has(blob.sha256) || now - blob.modifiedAt < graceMs) continue;
-    await blobs.delete(blob.sha256);
-    removed++;
+    if (await remove(blob.sha256)) removed++;
   }
   return { temps, blobs: removed };
 }

@@ -1,7 +1,9 @@
 /**
- * The layout detector: fields of a printed page, found from its drawn rules and boxes and its
- * text (see layout-page.ts for how a page is read). No model, no per-document settings: the same
- * rules for every page.
+ * The rule detector: field boxes of a printed page, found from its drawn rules and boxes and its
+ * text (see layout-page.ts for how a page is read) by hand-written rules. It no longer decides
+ * alone: its candidates are one source of the proposals (candidates.ts) that the learned layout
+ * detector scores (features.ts, model.ts), which also uses `toField`, `typeFor` and
+ * `lineHeightOf` from here.
  *
  * Kinds of field it finds:
  * - cells: the space above a horizontal rule, up to the rule above it (a table cell, a box) or,
@@ -29,7 +31,7 @@ export interface Candidate extends Box {
   kind: 'cell' | 'cell-top' | 'cell-left' | 'line' | 'comb' | 'underscore' | 'square' | 'glyph';
   type: FieldType;
   label: string;
-  /** 0..1 before calibration. */
+  /** 0..1: which of two candidates found twice is kept (`dedupe`). */
   score: number;
   /** For squares: a circle or an oval (a radio button). */
   round?: boolean;
@@ -94,6 +96,12 @@ const LINE_NUMBER = /^\d{1,2}[a-z]?$/;
 const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
 const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
 
+/** The page's usual text size (the median size of its words, 7 to 14 pt; 10 with no words): a line's height. */
+export function lineHeightOf(page: Pick<PageGraphics, 'words'>): number {
+  const sizes = page.words.filter((w) => w.w > 0 && w.h > 0 && Number.isFinite(w.x + w.y + w.w + w.h) && !isLeader(w.str)).map((w) => w.size).sort((a, b) => a - b);
+  return sizes.length ? Math.min(14, Math.max(7, sizes[Math.floor(sizes.length / 2)]!)) : 10;
+}
+
 /** The detector's view of one page, with spatial lookups. */
 class PageIndex {
   readonly horizontal: Segment[];
@@ -109,8 +117,7 @@ class PageIndex {
     this.words = page.words.filter((w) => w.w > 0 && w.h > 0 && Number.isFinite(w.x + w.y + w.w + w.h));
     // Grey areas mark space that is not to be written on (or decoration); white and near-white do not.
     this.shaded = page.shapes.filter((s) => s.filled && !s.round && s.fillLevel < 0.93 && s.w > 6 && s.h > 4);
-    const sizes = this.words.filter((w) => !isLeader(w.str)).map((w) => w.size).sort((a, b) => a - b);
-    this.lineHeight = sizes.length ? Math.min(14, Math.max(7, sizes[Math.floor(sizes.length / 2)]!)) : 10;
+    this.lineHeight = lineHeightOf({ words: this.words });
   }
 
   /** The nearest horizontal rule above `y` (strictly) that spans most of x1..x2. */
@@ -793,43 +800,10 @@ function dedupe(candidates: Candidate[]): Candidate[] {
   return kept;
 }
 
-/** A candidate as a detected field, its box in fractions of the displayed page. */
-export function toField(c: Candidate, pageNumber: number, page: { width: number; height: number }, confidence: number): DetectedField | null {
+/** A field box (in page points) as a detected field, its box in fractions of the displayed page. */
+export function toField(c: Box & { type: FieldType; label: string }, pageNumber: number, page: { width: number; height: number }, confidence: number): DetectedField | null {
   const rect = pageRect(c.x / page.width, c.y / page.height, (c.x + c.w) / page.width, (c.y + c.h) / page.height);
   if (!rect) return null;
   const label = c.label.replace(/\s+/g, ' ').trim().slice(0, 200) || defaultLabel(c.type);
   return { type: c.type, label, pageNumber, rect, confidence, source: 'layout', assigneeRole: null, isRequired: false, isReadOnly: false, options: {} };
-}
-
-/**
- * How often candidates of each kind were real fields on the corpus (share of boxes matching a
- * truth widget at IoU ≥ 0.5, bench/detect.ts; rounded, the extremes pulled towards the middle as
- * a group measured on few files can be far off elsewhere). The rules' own score only orders
- * candidates that overlap.
- */
-const CONFIDENCE: Record<string, number> = {
-  glyph: 0.95,
-  underscore: 0.95,
-  'cell-unlabelled': 0.95,
-  cell: 0.9,
-  comb: 0.9,
-  circle: 0.9,
-  square: 0.85,
-  'cell-top': 0.65,
-  line: 0.6,
-  'cell-left': 0.4,
-  'cell-numbered': 0.8,
-};
-
-/** A candidate's confidence: the share of candidates like it that were real fields on the corpus. */
-export function calibrated(c: Candidate): number {
-  const key =
-    c.kind === 'square' && c.round
-      ? 'circle'
-      : c.kind === 'cell' && !c.label
-        ? 'cell-unlabelled'
-        : c.kind === 'cell-left' && LINE_NUMBER.test(c.label.trim())
-          ? 'cell-numbered'
-          : c.kind;
-  return CONFIDENCE[key] ?? 0.5;
 }

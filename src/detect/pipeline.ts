@@ -3,7 +3,7 @@ import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';
 import { detectAcroform, type WidgetAnnotation } from './acroform.js';
 import { refineWithAi, type AiConfig, type AiPageInput } from './ai.js';
 import { iou, type PageView } from './geometry.js';
-import { calibrated, pageCandidates, toField } from './layout.js';
+import { detectLayout } from './model.js';
 import { readPage, type TextContentItem } from './layout-page.js';
 import { detectTextTags, type TextItem } from './text-tags.js';
 import type { DetectedField, DetectionResult, Source } from './types.js';
@@ -60,6 +60,21 @@ async function review(pages: readonly AiPageInput[], options: DetectOptions, war
   return fields;
 }
 
+/**
+ * The PostScript name of a page's font by pdf.js's id, where known: fonts are loaded once the
+ * page's operator list is read, and their names tell symbol fonts apart (`readPage`). The
+ * training data set reads pages with this same function, so the model sees what detection sees.
+ */
+export function fontNames(page: { commonObjs: { has(id: string): boolean; get(id: string): unknown } }): (id: string) => string | undefined {
+  return (id) => {
+    try {
+      return page.commonObjs.has(id) ? (page.commonObjs.get(id) as { name?: string } | null)?.name : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 /** Sources in the order they win when two find the same box. */
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
 
@@ -108,20 +123,8 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     }
     // The printed page only: widget appearances are the acroform detector's.
     const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-    // Fonts are loaded once the operator list is read: their names tell symbol fonts apart.
-    const fontOf = (id: string): string | undefined => {
-      try {
-        return page.commonObjs.has(id) ? (page.commonObjs.get(id) as { name?: string } | null)?.name : undefined;
-      } catch {
-        return undefined;
-      }
-    };
-    const graphics = readPage(viewport, operators, items as unknown as TextContentItem[], fontOf);
-    const fields: DetectedField[] = [];
-    for (const candidate of pageCandidates(graphics)) {
-      const field = toField(candidate, pageNumber, graphics, calibrated(candidate));
-      if (field) fields.push(field);
-    }
+    const graphics = readPage(viewport, operators, items as unknown as TextContentItem[], fontNames(page));
+    const fields = detectLayout(graphics, pageNumber);
     layout.push(...fields);
     if (wantAi && fields.length) {
       const text = graphics.words.map((w) => ({

@@ -1,4 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { watchMemory, yieldCpu } from '../files/memory-watch.js';
 import type { AiConfig } from './ai.js';
 import type { ThreadInput, ThreadMessage } from './thread.js';
 import type { DetectionResult } from './types.js';
@@ -9,74 +11,106 @@ export class DetectionError extends Error {
     readonly code: string,
     message: string,
     readonly final: boolean,
+    /** What went wrong inside, for the server's log only (never shown to the client). */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = 'DetectionError';
   }
 }
 
+/** The time and memory one detection may use (README, Limits). */
+export const DETECTION_LIMITS = {
+  timeoutMs: 10 * 60_000,
+  maxMemoryMb: 1024,
+} as const;
+
 export interface RunOptions {
+  /** Default `DETECTION_LIMITS.timeoutMs`. */
   timeoutMs?: number;
+  /** Resident memory the detection process may reach; default `DETECTION_LIMITS.maxMemoryMb`. */
+  maxMemoryMb?: number;
   onProgress?: (done: number, total: number) => void;
-  /** Aborting stops the thread at once (the caller hands the job back). */
+  /** Aborting stops the detection at once (the caller hands the job back). */
   signal?: AbortSignal;
   /** `layout` (default) or `ai` (the layout candidates reviewed by the model in `ai`). */
   engine?: 'layout' | 'ai';
   ai?: AiConfig | null;
 }
 
-/** A thread body that registers tsx and then imports `entry` (running from source only). */
-function bootstrap(entry: URL): string {
-  const api = import.meta.resolve('tsx/esm/api');
-  return `import(${JSON.stringify(api)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); }).catch((error) => { throw error; });`;
-}
+/** How long a detection process may take to start (load its modules) before the job is retried. */
+const START_TIMEOUT_MS = 60_000;
 
-/** Heap of a detection thread: a hostile PDF that makes pdf.js grow is stopped there, not the server. */
-const THREAD_HEAP_MB = 512;
+/** The last bytes of the process's stderr kept, to tell a heap exhaustion from another crash. */
+const STDERR_TAIL = 4096;
 
 /**
- * Detects the fields of a PDF in a worker thread of its own, so that the CPU work never holds up
- * the event loop (requests stay responsive while a 200-page PDF is read). One thread per job: it
- * starts in tens of milliseconds, and whatever pdf.js leaves behind goes with it.
+ * Detects the fields of a PDF in a process of its own, one per job, so that neither the CPU work
+ * nor the memory of a hostile file reaches the server: a content stream that inflates to
+ * gigabytes fills the detection process's buffers, not the API's. The process's resident memory
+ * is watched (`watchMemory`) and it is killed past `maxMemoryMb` — its JavaScript heap limit
+ * alone would not bound the typed arrays pdf.js fills — and that failure is final
+ * (`unreadable_document`: trying again needs the same memory). It starts in a few hundred
+ * milliseconds, and whatever pdf.js leaves behind goes with it.
  */
-export function detectInThread(data: Uint8Array, options: RunOptions = {}): Promise<DetectionResult> {
+export function detectInProcess(data: Uint8Array, options: RunOptions = {}): Promise<DetectionResult> {
   const fromSource = import.meta.url.endsWith('.ts');
-  // From source (tests, under tsx) the thread registers the TypeScript loader before it loads
-  // its module; built, it loads the JavaScript directly and inherits the parent's Node options.
-  const entry = new URL(fromSource ? './thread.ts' : './thread.js', import.meta.url);
-  const timeoutMs = options.timeoutMs ?? 10 * 60_000;
-  const worker = new Worker(fromSource ? bootstrap(entry) : entry, {
-    ...(fromSource ? { eval: true } : {}),
-    // The AI review stops at 90 % of the time limit: the pages it did not reach keep their layout
-    // fields, and the job completes rather than timing out.
-    workerData: { data, engine: options.engine ?? 'layout', ai: options.ai ?? null, reviewBy: Date.now() + Math.floor(timeoutMs * 0.9) } satisfies ThreadInput,
-    transferList: [data.buffer as ArrayBuffer],
-    resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+  const script = fileURLToPath(new URL(fromSource ? './thread.ts' : './thread.js', import.meta.url));
+  const timeoutMs = options.timeoutMs ?? DETECTION_LIMITS.timeoutMs;
+  const maxMemoryMb = options.maxMemoryMb ?? DETECTION_LIMITS.maxMemoryMb;
+  const child = fork(script, [], {
+    // Running from source (tests, under tsx) it needs the TypeScript loader too. The heap limit
+    // stops runaway JavaScript objects before the RSS watch has to.
+    execArgv: [...(fromSource ? ['--import', 'tsx'] : []), `--max-old-space-size=${Math.floor(maxMemoryMb * 0.75)}`],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    serialization: 'advanced',
   });
+  yieldCpu(child.pid);
+  let stderr = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (text: string) => {
+    stderr = (stderr + text).slice(-STDERR_TAIL);
+  });
+  const tooBig = () =>
+    new DetectionError('unreadable_document', `the document needs more memory than the ${maxMemoryMb} MB a detection may use; simplify or split the PDF and upload it again`, true);
   return new Promise<DetectionResult>((resolve, reject) => {
     let settled = false;
     const finish = (outcome: DetectionResult | Error) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      stopWatching();
       options.signal?.removeEventListener('abort', onAbort);
-      void worker.terminate();
+      child.kill('SIGKILL');
       if (outcome instanceof Error) reject(outcome);
       else resolve(outcome);
     };
-    const timer = setTimeout(() => finish(new DetectionError('detection_timeout', `detection took longer than ${Math.round(timeoutMs / 1000)} s`, false)), timeoutMs);
+    // The time limit counts from when the process is ready (its modules loaded), so that a slow
+    // start on a busy machine does not eat the detection's time; the start has its own limit.
+    let timer = setTimeout(() => finish(new DetectionError('detection_failed', `the detection process did not start within ${START_TIMEOUT_MS / 1000} s`, false)), START_TIMEOUT_MS);
+    const stopWatching = watchMemory(child.pid ?? -1, maxMemoryMb * 1024 * 1024, () => finish(tooBig()));
     const onAbort = () => finish(new DetectionError('aborted', 'detection was stopped', false));
     if (options.signal?.aborted) onAbort();
     options.signal?.addEventListener('abort', onAbort);
-    worker.on('message', (message: ThreadMessage) => {
-      if (message.type === 'progress') options.onProgress?.(message.done, message.total);
+    const begin = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(new DetectionError('detection_timeout', `detection took longer than ${Math.round(timeoutMs / 1000)} s`, false)), timeoutMs);
+      // The AI review stops at 90 % of the time limit: the pages it did not reach keep their
+      // layout fields, and the job completes rather than timing out.
+      child.send({ data, engine: options.engine ?? 'layout', ai: options.ai ?? null, reviewBy: Date.now() + Math.floor(timeoutMs * 0.9) } satisfies ThreadInput);
+    };
+    child.on('message', (message: ThreadMessage) => {
+      if (settled) return;
+      if (message.type === 'ready') begin();
+      else if (message.type === 'progress') options.onProgress?.(message.done, message.total);
       else if (message.type === 'result') finish(message.result);
-      else finish(new DetectionError(message.unreadable ? 'unreadable_document' : 'detection_failed', message.message, message.unreadable));
+      else finish(new DetectionError(message.unreadable ? 'unreadable_document' : 'detection_failed', message.message, message.unreadable, message.detail));
     });
-    worker.on('error', (error: Error & { code?: string }) => {
-      const memory = error.code === 'ERR_WORKER_OUT_OF_MEMORY';
-      finish(new DetectionError(memory ? 'unreadable_document' : 'detection_failed', memory ? `reading the PDF needed more than ${THREAD_HEAP_MB} MB` : error.message, memory));
+    child.on('error', (error) => finish(new DetectionError('detection_failed', 'the detection process could not be run', false, error.stack)));
+    child.on('exit', (code, signal) => {
+      // V8 prints this when the heap limit is reached, then aborts the process.
+      if (/heap limit|out of memory/i.test(stderr)) return finish(tooBig());
+      finish(new DetectionError('detection_failed', 'the detection process stopped unexpectedly', false, `exit ${code ?? signal}: ${stderr.slice(-1000)}`));
     });
-    worker.on('exit', (code) => finish(new DetectionError('detection_failed', `the detection thread stopped (exit ${code})`, false)));
   });
 }

@@ -1,27 +1,31 @@
 /**
- * Runs in a worker thread (see runner.ts): opens the PDF bytes it is given with pdf.js and runs
- * the detection pipeline, reporting progress after each page. With `engine: "ai"` the thread
- * also makes the AI requests (they are I/O; stopping the thread stops them).
+ * Runs in a detection process of its own (see runner.ts; the file keeps the name it had when
+ * detection ran in a worker thread): opens the PDF bytes it is sent with pdf.js and runs the
+ * detection pipeline, reporting progress after each page. With `engine: "ai"` it also makes the
+ * AI requests (they are I/O; killing the process stops them).
  */
-import { parentPort, workerData } from 'node:worker_threads';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { MAX_PAGES } from '../files/limits.js';
+import { preloadPdfjsWorker } from '../files/pdfjs-preload.js';
 import type { AiConfig } from './ai.js';
 import { detectFields } from './pipeline.js';
 import type { DetectionResult } from './types.js';
 
 export type ThreadMessage =
+  /** The modules are loaded: the input may be sent (the time limit starts). */
+  | { type: 'ready' }
   | { type: 'progress'; done: number; total: number }
   | { type: 'result'; result: DetectionResult }
-  | { type: 'error'; unreadable: boolean; message: string };
+  /** `message` is for the client; `detail` (an exception's own words) only for the server's log. */
+  | { type: 'error'; unreadable: boolean; message: string; detail?: string };
 
-const post = (message: ThreadMessage) => parentPort!.postMessage(message);
+const post = (message: ThreadMessage) => process.send?.(message);
 
 export interface ThreadInput {
   data: Uint8Array;
   engine: 'layout' | 'ai';
   ai: AiConfig | null;
-  /** When the AI review must end (`Date.now()` time), inside the thread's time limit. */
+  /** When the AI review must end (`Date.now()` time), inside the detection's time limit. */
   reviewBy: number;
 }
 
@@ -49,6 +53,13 @@ async function run({ data, engine, ai, reviewBy }: ThreadInput): Promise<void> {
   }
 }
 
-run(workerData as ThreadInput).catch((error: unknown) =>
-  post({ type: 'error', unreadable: false, message: (error as Error).message ?? String(error) }),
-);
+// One detection per process (the parent ends it once it has the outcome): whatever pdf.js left behind goes with it.
+process.once('message', (input: ThreadInput) => {
+  run(input).catch((error: unknown) =>
+    post({ type: 'error', unreadable: false, message: 'detection failed unexpectedly', detail: (error as Error).stack ?? String(error) }),
+  );
+});
+// The server going away (even by SIGKILL) closes the channel: the detection goes with it.
+process.on('disconnect', () => process.exit(0));
+await preloadPdfjsWorker();
+post({ type: 'ready' });

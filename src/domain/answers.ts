@@ -1,7 +1,8 @@
 import { invalid } from './errors.js';
 import { isCalendarDate } from './fields.js';
+import { count, LIMITS, longerThan } from './limits.js';
 import { isEmpty, scalarProblem } from './logic.js';
-import { answerKind, choicesOf, type QuestionType } from './questions.js';
+import { answerKind, choicesOf, type AnswerKind, type QuestionType } from './questions.js';
 
 export interface AnswerQuestion {
   id: string;
@@ -9,36 +10,81 @@ export interface AnswerQuestion {
   options: Record<string, unknown>;
 }
 
+/** A question with what checking its answers needs, worked out once. */
+interface Prepared {
+  question: AnswerQuestion;
+  kind: AnswerKind;
+  /** The choices of a choice question, as a set (`null` for other kinds). */
+  choices: ReadonlySet<string> | null;
+}
+
+/** The questions of a form by id, prepared once per compiled form (see `checkAnswers`). */
+export type AnswerQuestions = ReadonlyMap<string, Prepared>;
+
+export function answerQuestions(questions: readonly AnswerQuestion[]): AnswerQuestions {
+  return new Map(
+    questions.map((q) => {
+      const kind = answerKind(q.type, q.options);
+      const choices = kind === 'choice' || kind === 'choices' || q.type === 'ranking' ? new Set(choicesOf(q.type, q.options)) : null;
+      return [q.id, { question: q, kind, choices }];
+    }),
+  );
+}
+
 /**
- * Checks answers against the questions of a form: every key is a question of the form and every
- * value has the question's shape. An empty answer (`null`, `""`, white space, `[]`) is always
- * allowed: it is no answer. Throws a 400 naming the
- * answer (`answers.<question id>`).
+ * Checks answers against the questions of a form: every key is a question of the form, every
+ * value has the question's shape, and no text is longer than the limits (one text at most
+ * `LIMITS.answerTextLength` characters, all together at most `LIMITS.answersTextLength`), so an
+ * evaluation's work is bounded whatever the body holds. An empty answer (`null`, `""`, white
+ * space, `[]`) is always allowed: it is no answer. Throws a 400 naming the answer
+ * (`answers.<question id>`).
  */
-export function checkAnswers(questions: readonly AnswerQuestion[], answers: Record<string, unknown>): void {
-  const byId = new Map(questions.map((q) => [q.id, q]));
+export function checkAnswers(byId: AnswerQuestions, answers: Record<string, unknown>): void {
+  let total = 0;
   for (const [id, value] of Object.entries(answers)) {
     const at = `answers.${id.length > 100 ? `${id.slice(0, 100)}…` : id}`;
-    const question = byId.get(id);
-    if (!question) throw invalid(at, 'is not a question of this form');
+    const prepared = byId.get(id);
+    if (!prepared) throw invalid(at, 'is not a question of this form');
+    total += textLength(value, at);
+    if (total > LIMITS.answersTextLength) {
+      throw invalid('answers', `hold more than ${count(LIMITS.answersTextLength)} characters of text together (UTF-16 units: the limit of one evaluation); send less text`);
+    }
     // An empty answer (null, "", white space, []) is no answer, for every type.
     if (isEmpty(value)) continue;
-    const problem = answerProblem(question, value);
-    if (problem) throw invalid(at, `${problem} for a ${question.type} question`);
+    const problem = answerProblem(prepared, value);
+    if (problem) throw invalid(at, `${problem} for a ${prepared.question.type} question`);
   }
 }
 
-function answerProblem(q: AnswerQuestion, value: unknown): string | null {
+/**
+ * Text in an answer (strings at any depth: an address's lines, a matrix's cells…) in UTF-16
+ * units; a 400 naming the answer when one text is over the limit. Bodies are at most 32 levels deep.
+ */
+function textLength(value: unknown, at: string): number {
+  if (typeof value === 'string') {
+    const limit = LIMITS.answerTextLength;
+    if (longerThan(value, limit)) throw invalid(at, `must be at most ${count(limit)} characters long (the longest text answer)`);
+    // The total is counted in UTF-16 units (an emoji counts two): a bound of the work, not a
+    // count shown to anyone, and no text is scanned for it.
+    return value.length;
+  }
+  if (value === null || typeof value !== 'object') return 0;
+  let sum = 0;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) sum += textLength(item, at);
+  return sum;
+}
+
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+
+function answerProblem({ question: q, kind, choices: choiceSet }: Prepared, value: unknown): string | null {
   const o = q.options;
-  const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-  const kind = answerKind(q.type, o);
   switch (kind) {
     case 'none':
       return 'must be null: it collects no answer';
     case 'choice':
       // "Other" lets the answer be any text.
       if (o.allow_other === true) return typeof value === 'string' ? null : 'must be a string';
-      return scalarProblem(q, kind, value);
+      return typeof value === 'string' && choiceSet!.has(value) ? null : scalarProblem(q, kind, value);
     case 'text':
     case 'number':
     case 'boolean':
@@ -46,7 +92,7 @@ function answerProblem(q: AnswerQuestion, value: unknown): string | null {
     case 'time':
       return scalarProblem(q, kind, value);
     case 'choices': {
-      const choices = new Set(choicesOf(q.type, o));
+      const choices = choiceSet!;
       if (!isStrings(value)) return 'must be an array of choices';
       if (value.length > choices.size) return 'must not hold more items than there are choices';
       if (value.some((v) => !choices.has(v))) return 'must hold only the choices';
@@ -57,7 +103,7 @@ function answerProblem(q: AnswerQuestion, value: unknown): string | null {
   }
   switch (q.type) {
     case 'ranking': {
-      const choices = new Set(choicesOf(q.type, o));
+      const choices = choiceSet!;
       const ok = isStrings(value) && value.length <= choices.size && value.every((v) => choices.has(v)) && new Set(value).size === value.length;
       return ok ? null : 'must be an array of distinct choices in ranked order';
     }

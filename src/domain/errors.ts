@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   invalid_api_key: 401,
   missing_grant: 403,
   not_found: 404,
+  request_timeout: 408,
   invalid_status_transition: 409,
   document_not_editable: 409,
   form_not_editable: 409,
@@ -22,6 +23,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   unreadable_document: 422,
   rate_limited: 429,
+  headers_too_large: 431,
   internal_error: 500,
   unavailable: 503,
 } as const;

@@ -71,8 +71,13 @@ export const TODAY = '__today__';
 /** `YYYY-MM-DD` naming a day that exists (2026-02-29 does not; `Date` would roll it over). */
 export function isCalendarDate(value: string): boolean {
   if (!DATE.test(value)) return false;
-  const date = new Date(`${value}T00:00:00.000Z`);
-  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === value;
+  // Arithmetic, not a Date object: evaluations check many dates per request.
+  const year = Number(value.slice(0, 4));
+  const month = Number(value.slice(5, 7));
+  const day = Number(value.slice(8, 10));
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return day <= (month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31);
 }
 
 /** Most fields one document may hold. */

@@ -1,4 +1,5 @@
 import { isCalendarDate } from './fields.js';
+import { count, LIMITS, longerThan } from './limits.js';
 import { answerKind, choicesOf, type AnswerKind, type QuestionType } from './questions.js';
 
 /**
@@ -87,12 +88,24 @@ export function valueProblem(question: LogicQuestion, operator: Operator, value:
     if (value.length > MAX_ANY_OF) return `must have at most ${MAX_ANY_OF} items for is_any_of`;
     if (new Set(value).size !== value.length) return 'must not repeat an item';
     for (const item of value) {
-      const problem = scalarProblem(question, kind === 'choices' ? 'choice' : kind, item);
+      const problem = scalarProblem(question, kind === 'choices' ? 'choice' : kind, item) ?? textProblem(item);
       if (problem) return `every item ${problem}`;
     }
     return null;
   }
-  return scalarProblem(question, kind === 'choices' ? 'choice' : kind, value);
+  return scalarProblem(question, kind === 'choices' ? 'choice' : kind, value) ?? textProblem(value);
+}
+
+/** A condition's text is at most `LIMITS.conditionTextLength` characters. */
+function textProblem(value: unknown): string | null {
+  return typeof value === 'string' && longerThan(value, LIMITS.conditionTextLength)
+    ? `must be at most ${count(LIMITS.conditionTextLength)} characters long (the longest text of a condition)`
+    : null;
+}
+
+/** Whether a condition is a substring search through a text answer (it reads the whole answer). */
+export function isTextSearchOn(question: Pick<LogicQuestion, 'type' | 'options'>, operator: Operator): boolean {
+  return isTextSearch(operator) && answerKind(question.type, question.options) === 'text';
 }
 
 /** Why `value` is not a single value of `kind` for this question (a rule's value, or an answer), or `null`. */
@@ -117,9 +130,27 @@ export function scalarProblem(question: Pick<LogicQuestion, 'type' | 'options'>,
   }
 }
 
+/**
+ * Case folding for `contains` (API.md: "a case-insensitive substring test"): lower case, as
+ * `toLowerCase` does it (so "İ" folds to "i̇" on both sides). An evaluation folds each answer once,
+ * and a compiled form holds its values folded already.
+ */
+const fold = (text: string): string => text.toLowerCase();
+
 /** Whether a condition holds for an (effective) answer. */
 export function conditionHolds(kind: AnswerKind, operator: Operator, expected: unknown, answer: unknown): boolean {
-  const empty = isEmpty(answer);
+  const folded = typeof answer === 'string' && isTextSearch(operator) ? fold(answer) : undefined;
+  return conditionHoldsPrepared(kind, operator, typeof expected === 'string' && isTextSearch(operator) ? fold(expected) : expected, answer, isEmpty(answer), folded);
+}
+
+const isTextSearch = (operator: Operator): boolean => operator === 'contains' || operator === 'not_contains';
+
+/**
+ * `conditionHolds` with the answer's emptiness and folded text given (computed once per answer
+ * and evaluation, not once per condition: a long answer must not cost its length per condition)
+ * and, for `contains` on text, `expected` folded already.
+ */
+function conditionHoldsPrepared(kind: AnswerKind, operator: Operator, expected: unknown, answer: unknown, empty: boolean, folded: string | undefined): boolean {
   if (operator === 'is_empty') return empty;
   if (operator === 'is_not_empty') return !empty;
   if (empty) return operator === 'not_equals' || operator === 'not_contains';
@@ -132,7 +163,7 @@ export function conditionHolds(kind: AnswerKind, operator: Operator, expected: u
     case 'not_contains': {
       const found = Array.isArray(answer)
         ? answer.includes(expected)
-        : typeof answer === 'string' && typeof expected === 'string' && answer.toLowerCase().includes(expected.toLowerCase());
+        : folded !== undefined && typeof expected === 'string' && folded.includes(expected);
       return operator === 'contains' ? found : !found;
     }
     case 'is_any_of': {
@@ -340,8 +371,14 @@ export function compileLogic(form: LogicForm): CompiledLogic {
         conditionSource[c] = source;
         conditionKind.push(kinds[source]!);
         conditionOperator.push(condition.operator);
-        // Lists become sets once, so a condition costs the same however long its list is.
-        conditionValue.push(condition.operator === 'is_any_of' && Array.isArray(condition.value) ? new Set(condition.value) : condition.value);
+        // Lists become sets once, so a condition costs the same however long its list is; text
+        // that `contains` looks for is folded once.
+        const value = condition.value;
+        conditionValue.push(
+          condition.operator === 'is_any_of' && Array.isArray(value) ? new Set(value)
+            : isTextSearch(condition.operator) && typeof value === 'string' ? fold(value)
+              : value,
+        );
         c++;
       }
       r++;
@@ -373,6 +410,11 @@ export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<
   const base = logic.sectionIds.length;
   const { questionIds: ids, order, ruleRange, ruleFlags, conditionStart, conditionSource, conditionKind, conditionOperator, conditionValue, sectionOf } = logic;
   const visible = new Uint8Array(base + ids.length);
+  // Per source question, computed at its first condition: whether its answer is empty (0 not yet
+  // known, 1 empty, 2 not) and its text folded for `contains`. However many conditions read an
+  // answer, its length is paid once.
+  const emptiness = new Uint8Array(ids.length);
+  const folded: Array<string | undefined> = [];
   for (let k = 0; k < order.length; k++) {
     const node = order[k]!;
     let shown = true;
@@ -391,8 +433,17 @@ export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<
       let holds = all;
       for (let c = conditionStart[r]!, cEnd = conditionStart[r + 1]!; c < cEnd; c++) {
         const source = conditionSource[c]!;
-        const answer = visible[base + source] ? answers[ids[source]!] : undefined;
-        const ok = conditionHolds(conditionKind[c]!, conditionOperator[c]!, conditionValue[c], answer);
+        const operator = conditionOperator[c]!;
+        let ok: boolean;
+        if (!visible[base + source]) {
+          ok = conditionHoldsPrepared(conditionKind[c]!, operator, conditionValue[c], undefined, true, undefined);
+        } else {
+          const answer = answers[ids[source]!];
+          if (emptiness[source] === 0) emptiness[source] = isEmpty(answer) ? 1 : 2;
+          let text: string | undefined;
+          if (typeof answer === 'string' && isTextSearch(operator)) text = folded[source] ??= fold(answer);
+          ok = conditionHoldsPrepared(conditionKind[c]!, operator, conditionValue[c], answer, emptiness[source] === 1, text);
+        }
         if (all ? !ok : ok) {
           holds = !all;
           break;

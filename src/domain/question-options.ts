@@ -1,5 +1,6 @@
 import { invalid } from './errors.js';
 import { isCalendarDate } from './fields.js';
+import { LIMITS, longerThan } from './limits.js';
 import type { QuestionType } from './questions.js';
 
 /**
@@ -21,8 +22,9 @@ type Rule =
   | { kind: 'formula' };
 
 const TEXT: Record<string, Rule> = {
-  min_length: { kind: 'int', min: 0 },
-  max_length: { kind: 'int', min: 1 },
+  // No text answer is longer than the contract allows (LIMITS.answerTextLength).
+  min_length: { kind: 'int', min: 0, max: LIMITS.answerTextLength },
+  max_length: { kind: 'int', min: 1, max: LIMITS.answerTextLength },
   pattern: { kind: 'text', maxLength: 200 },
   validation_message: { kind: 'text', maxLength: 500 },
   placeholder: { kind: 'text', maxLength: 500 },
@@ -133,7 +135,7 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
       return value;
     case 'text':
       if (typeof value !== 'string') throw invalid(at, 'must be a string');
-      if ([...value].length > rule.maxLength) throw invalid(at, `must be at most ${rule.maxLength} characters long`);
+      if (longerThan(value, rule.maxLength)) throw invalid(at, `must be at most ${rule.maxLength} characters long`);
       return value;
     case 'bool':
       if (typeof value !== 'boolean') throw invalid(at, 'must be true or false');
@@ -147,7 +149,7 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
       if (value.length > rule.maxItems) throw invalid(at, `must have at most ${rule.maxItems} items`);
       value.forEach((item, i) => {
         if (typeof item !== 'string' || item.trim().length === 0) throw invalid(`${at}[${i}]`, 'must be a non-empty string');
-        if ([...item].length > 500) throw invalid(`${at}[${i}]`, 'must be at most 500 characters long');
+        if (longerThan(item, 500)) throw invalid(`${at}[${i}]`, 'must be at most 500 characters long');
       });
       if (rule.distinct && new Set(value).size !== value.length) throw invalid(at, 'must not repeat an item');
       return value;

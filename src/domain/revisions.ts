@@ -57,19 +57,61 @@ export interface Diff {
 /** JSON with object keys sorted, so that equal values have equal text whatever their key order. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.keys(value)
-    .sort()
-    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-    .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-  return `{${entries.join(',')}}`;
+  // A list of plain values (choices, labels…) is the same text either way: the engine's own
+  // JSON.stringify writes it many times faster than item by item (a large form's publish hashes
+  // and diffs megabytes of these).
+  if (Array.isArray(value)) return value.every(isPlain) ? JSON.stringify(value) : `[${value.map(canonicalJson).join(',')}]`;
+  const record = value as Record<string, unknown>;
+  let out = '';
+  for (const key of Object.keys(record).sort()) {
+    const item = record[key];
+    if (item === undefined) continue;
+    out += `${out ? ',' : ''}${JSON.stringify(key)}:${canonicalJson(item)}`;
+  }
+  return `{${out}}`;
 }
+
+/** A value JSON.stringify writes in an array exactly as `canonicalJson` does (not an object or array). */
+const isPlain = (item: unknown): boolean => item === null || (typeof item !== 'object' && typeof item !== 'undefined');
+
+/** An item's definition text (`definitionOf`), possibly worked out beforehand. */
+export type DefinitionText = (item: SnapshotItem, kind: string) => string;
+
+/**
+ * The definition texts of many items worked out ahead, `pause` awaited every `every` items: the
+ * canonical JSON of a large form is most of the work of publishing it, and this way it runs in
+ * short turns of the event loop.
+ */
+export async function definitionTexts(
+  lists: Array<[kind: string, items: readonly SnapshotItem[]]>,
+  pause: () => Promise<void>,
+  /** Asked for items not among `lists` (texts worked out before, of other items). */
+  otherwise: DefinitionText = definitionOf,
+  every = 200,
+): Promise<DefinitionText> {
+  const texts = new Map<SnapshotItem, string>();
+  let n = 0;
+  for (const [kind, items] of lists) {
+    for (const item of items) {
+      texts.set(item, definitionOf(item, kind));
+      if (++n % every === 0) await pause();
+    }
+  }
+  return (item, kind) => texts.get(item) ?? otherwise(item, kind);
+}
+
+/** The lists of a form definition, as `definitionTexts` takes them. */
+export const formLists = (definition: FormDefinition): Array<[string, SnapshotItem[]]> => [
+  ['sections', definition.sections],
+  ['questions', definition.questions],
+  ['rules', definition.rules],
+];
 
 /** The definition part of an item: every key but bookkeeping and placement, canonically. */
 function definitionOf(item: SnapshotItem, kind: string): string {
   const placement = PLACEMENT[kind] ?? [];
   const kept: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(item)) if (!BOOKKEEPING.has(key) && !placement.includes(key)) kept[key] = value;
+  for (const key in item) if (!BOOKKEEPING.has(key) && !placement.includes(key)) kept[key] = item[key];
   return canonicalJson(kept);
 }
 
@@ -78,7 +120,7 @@ function placementOf(item: SnapshotItem, kind: string): string {
 }
 
 /** How one ordered list changed from `before` to `after`, items matched by id. */
-export function diffList(before: readonly SnapshotItem[], after: readonly SnapshotItem[], kind: string): ListDiff {
+export function diffList(before: readonly SnapshotItem[], after: readonly SnapshotItem[], kind: string, define: DefinitionText = definitionOf): ListDiff {
   const old = new Map(before.map((item) => [item.id, item]));
   const kept = new Set<string>();
   let added = 0;
@@ -95,7 +137,7 @@ export function diffList(before: readonly SnapshotItem[], after: readonly Snapsh
       continue;
     }
     kept.add(item.id);
-    if (definitionOf(previous, kind) !== definitionOf(item, kind)) changed++;
+    if (define(previous, kind) !== define(item, kind)) changed++;
     if (placementOf(previous, kind) !== placementOf(item, kind)) movedIds.add(item.id);
     oldRanks.push(oldRank.get(item.id)!);
     keptIds.push(item.id);
@@ -130,7 +172,7 @@ function outOfOrder(ids: string[], ranks: number[]): string[] {
 }
 
 /** From `before` (null for the first revision) to `after`. */
-export function diffForms(before: FormDefinition | null, after: FormDefinition): Diff {
+export function diffForms(before: FormDefinition | null, after: FormDefinition, define: DefinitionText = definitionOf): Diff {
   const empty: FormDefinition = { form: { title: after.form.title, description: after.form.description, settings: after.form.settings }, sections: [], questions: [], rules: [] };
   const from = before ?? empty;
   const attributes: string[] = [];
@@ -140,9 +182,9 @@ export function diffForms(before: FormDefinition | null, after: FormDefinition):
   return {
     attributes,
     lists: [
-      { noun: ['question', 'questions'], diff: diffList(from.questions, after.questions, 'questions') },
-      { noun: ['section', 'sections'], diff: diffList(from.sections, after.sections, 'sections') },
-      { noun: ['rule', 'rules'], diff: diffList(from.rules, after.rules, 'rules') },
+      { noun: ['question', 'questions'], diff: diffList(from.questions, after.questions, 'questions', define) },
+      { noun: ['section', 'sections'], diff: diffList(from.sections, after.sections, 'sections', define) },
+      { noun: ['rule', 'rules'], diff: diffList(from.rules, after.rules, 'rules', define) },
     ],
   };
 }
@@ -179,13 +221,15 @@ export function summarize(diff: Diff, first = false): string {
 }
 
 /** Hash of a definition, to tell "nothing changed" without reading the previous snapshot. */
-export function definitionHash(definition: FormDefinition | DocumentDefinition): string {
+export function definitionHash(definition: FormDefinition | DocumentDefinition, define: DefinitionText = definitionOf): string {
   const lists = 'fields' in definition ? { fields: definition.fields } : { sections: definition.sections, questions: definition.questions, rules: definition.rules };
   const head = 'fields' in definition ? [definition.document.title, definition.document.sha256] : [definition.form.title, definition.form.description, definition.form.settings];
-  const hash = createHash('sha256').update(canonicalJson(head));
+  // The same text as hashed item by item, handed to the hash in one piece (thousands of small
+  // updates cost more than the hashing).
+  const parts = [canonicalJson(head)];
   for (const [kind, items] of Object.entries(lists)) {
-    hash.update(`\n${kind}`);
-    for (const item of [...items].sort((a, b) => a.order - b.order)) hash.update(`\n${item.id}\t${definitionOf(item, kind)}\t${placementOf(item, kind)}`);
+    parts.push(`\n${kind}`);
+    for (const item of [...items].sort((a, b) => a.order - b.order)) parts.push(`\n${item.id}\t${define(item, kind)}\t${placementOf(item, kind)}`);
   }
-  return hash.digest('hex');
+  return createHash('sha256').update(parts.join('')).digest('hex');
 }

@@ -1,5 +1,6 @@
 import { AppError, invalid } from './errors.js';
-import { findCycle, OPERATORS, valueProblem, type Condition, type LogicForm, type LogicQuestion, type LogicRule, type Operator } from './logic.js';
+import { count, LIMITS } from './limits.js';
+import { findCycle, isTextSearchOn, OPERATORS, valueProblem, type Condition, type LogicForm, type LogicQuestion, type LogicRule, type Operator } from './logic.js';
 
 /** A rule as a client sends it: the short form (one condition) or the full form, all keys optional on PUT. */
 export interface RuleInput {
@@ -13,7 +14,7 @@ export interface RuleInput {
   value?: unknown;
 }
 
-export const MAX_CONDITIONS = 20;
+export const MAX_CONDITIONS = LIMITS.conditionsPerRule;
 
 /**
  * Merges an input (short or full form) over the current rule (none on create) into the full form.
@@ -103,5 +104,29 @@ export function assertNoCycle(form: LogicForm & { texts?: ReadonlyMap<string, st
   const cycle = findCycle(form);
   if (cycle) {
     throw new AppError('rule_cycle', `These rules make visibility depend on itself: ${cycle.map((node) => label(form, node)).join(' → ')}.`);
+  }
+}
+
+/**
+ * The limits on a form's logic as a whole (`400` naming the limit): conditions of all its rules
+ * together, and of those the substring searches through text answers, each of which reads its
+ * whole answer in an evaluation.
+ */
+export function assertLogicLimits(form: LogicForm, at = 'conditions'): void {
+  const questions = new Map<string, LogicQuestion>(form.questions.map((q) => [q.id, q]));
+  let conditions = 0;
+  let searches = 0;
+  for (const rule of form.rules) {
+    conditions += rule.conditions.length;
+    for (const c of rule.conditions) {
+      const source = questions.get(c.sourceQuestionId);
+      if (source && isTextSearchOn(source, c.operator)) searches++;
+    }
+  }
+  if (conditions > LIMITS.conditionsPerForm) {
+    throw invalid(at, `the form's rules would hold ${count(conditions)} conditions together; a form holds at most ${count(LIMITS.conditionsPerForm)} (the limit of conditions per form)`);
+  }
+  if (searches > LIMITS.textSearchesPerForm) {
+    throw invalid(at, `the form's rules would hold ${count(searches)} contains/not_contains conditions on text questions; a form holds at most ${count(LIMITS.textSearchesPerForm)} (the limit of text searches per form)`);
   }
 }

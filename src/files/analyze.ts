@@ -1,5 +1,5 @@
 import fsp from 'node:fs/promises';
-import { inspectDocx, isDocx } from './docx.js';
+import { isDocx } from './docx.js';
 import { UnreadableDocument } from './errors.js';
 import { cleanup, type LibreOfficeConverter } from './libreoffice.js';
 import type { PdfAnalyzer, PdfInfo } from './pdf.js';
@@ -45,19 +45,22 @@ export interface AnalyzeDeps {
   libreOffice: LibreOfficeConverter | null;
 }
 
-/** Reads a stored upload; throws `UnsupportedFileType` or `UnreadableDocument`. */
-export async function analyzeUpload(file: string, deps: AnalyzeDeps): Promise<Analysis> {
+/**
+ * Reads a stored upload of `workspaceId` (whose turn it waits for in the shared readers); throws
+ * `UnsupportedFileType`, `UnreadableDocument` or `QueueFull`.
+ */
+export async function analyzeUpload(file: string, deps: AnalyzeDeps, workspaceId: string): Promise<Analysis> {
   const fileType = await sniff(file);
   if (!fileType) throw new UnsupportedFileType('only PDF and DOCX files are accepted');
   if (fileType === 'pdf') {
     await assertPdfEnds(file);
-    return { fileType, pageSource: 'pdf', renditionPath: null, ...(await deps.pdf.analyse(file)) };
+    return { fileType, pageSource: 'pdf', renditionPath: null, ...(await deps.pdf.analyse(file, workspaceId)) };
   }
-  const docx = await inspectDocx(file);
+  const docx = await deps.pdf.inspectDocx(file, workspaceId);
   if (deps.libreOffice) {
-    const renditionPath = await deps.libreOffice.convert(file);
+    const renditionPath = await deps.libreOffice.convert(file, workspaceId);
     try {
-      const info = await deps.pdf.analyse(renditionPath);
+      const info = await deps.pdf.analyse(renditionPath, workspaceId);
       return { fileType, pageSource: 'rendition', renditionPath, ...info };
     } catch (error) {
       await cleanup(renditionPath);

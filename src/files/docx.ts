@@ -1,8 +1,9 @@
 import type { Readable } from 'node:stream';
-import { XMLParser } from 'fast-xml-parser';
+import zlib from 'node:zlib';
 import yauzl from 'yauzl';
 import { UnreadableDocument } from './errors.js';
 import { MAX_PAGES } from './limits.js';
+import { localName, XmlRefused, XmlScanner } from './xml-scan.js';
 
 /** Hard limits for opening a DOCX, so that a ZIP bomb or an XML trick fails fast with bounded memory. */
 export const DOCX_LIMITS = {
@@ -21,10 +22,6 @@ export interface DocxInfo {
   /** From the first section's page size in word/document.xml, in points, or `null`. */
   pageSize: { width: number; height: number } | null;
 }
-
-const FORBIDDEN = /<!(doctype|entity)/i;
-/** Byte-order marks of UTF-16 and UTF-32, and the first bytes of BOM-less UTF-16 XML. */
-const WIDE_TEXT = [[0xfe, 0xff], [0xff, 0xfe], [0x00, 0x00, 0xfe, 0xff], [0x3c, 0x00], [0x00, 0x3c]].map((b) => Buffer.from(b));
 
 
 function openZip(file: string): Promise<yauzl.ZipFile> {
@@ -60,16 +57,19 @@ export async function isDocx(file: string): Promise<boolean> {
 }
 
 /**
- * Reads what the service needs from a DOCX within `DOCX_LIMITS`, and refuses any XML part with a
- * DTD or entity declaration (LibreOffice will parse these files; an external entity must never
- * reach it).
+ * Reads what the service needs from a DOCX within `DOCX_LIMITS`, checking every part (see
+ * `scanPart`): what LibreOffice will be given must not reach outside the file. All the work is
+ * streamed and linear in the archive's size, and done a chunk at a time as the parts inflate
+ * (inflating happens off the event loop), so a hostile file costs time in proportion to its
+ * bounded size and never holds the event loop for longer than one chunk. The service runs it in
+ * the PDF reader's helper process (`PdfAnalyzer.inspectDocx`), under that helper's limits.
  */
 export async function inspectDocx(file: string): Promise<DocxInfo> {
   let zip: yauzl.ZipFile;
   try {
     zip = await openZip(file);
-  } catch (error) {
-    throw new UnreadableDocument(`the DOCX is not a readable ZIP archive (${(error as Error).message})`);
+  } catch {
+    throw new UnreadableDocument('the DOCX is not a readable ZIP archive (damaged or truncated)');
   }
   if (zip.entryCount > DOCX_LIMITS.maxEntries) {
     zip.close();
@@ -92,10 +92,9 @@ export async function inspectDocx(file: string): Promise<DocxInfo> {
           }
           if (entry.fileName === 'word/document.xml') hasDocument = true;
           if (/\/$/.test(entry.fileName)) return;
-          const keep = entry.fileName === 'docProps/app.xml';
-          const text = await scanPart(zip, entry, keep, entry.fileName === 'word/document.xml');
-          if (keep && text) info.pageCount = pagesFromAppXml(text);
-          if (entry.fileName === 'word/document.xml' && text) info.pageSize = pageSizeFrom(text);
+          const found = await scanPart(zip, entry);
+          if (entry.fileName === 'docProps/app.xml') info.pageCount = found.pages;
+          if (entry.fileName === 'word/document.xml') info.pageSize = found.pageSize;
         };
         handle().then(() => zip.readEntry(), reject);
       });
@@ -104,83 +103,186 @@ export async function inspectDocx(file: string): Promise<DocxInfo> {
   } catch (error) {
     zip.close();
     if (error instanceof UnreadableDocument) throw error;
-    throw new UnreadableDocument(`the DOCX cannot be read (${(error as Error).message})`);
+    // yauzl's and zlib's own words (offsets, internal names) are of no use to the client.
+    throw new UnreadableDocument('the DOCX is a damaged ZIP archive (a part cannot be inflated or its sizes do not match)');
   }
   if (!hasDocument) throw new UnreadableDocument('the DOCX has no word/document.xml');
   return info;
 }
 
+interface PartFindings {
+  /** `<Pages>` of docProps/app.xml. */
+  pages: number | null;
+  /** The first `<w:pgSz>` of word/document.xml. */
+  pageSize: { width: number; height: number } | null;
+}
+
+type Encoding = 'utf-8' | 'utf-16le' | 'utf-16be';
+
+/** Bytes looked at before deciding how a part is encoded. */
+const HEAD_BYTES = 1024;
+/** The two hyperlink relationship types (transitional and strict OOXML): the only external targets accepted. */
+const HYPERLINK_TYPES = new Set([
+  'http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink',
+  'http://purl.oclc.org/ooxml/officeDocument/relationships/hyperlink',
+]);
+
 /**
  * Streams one part of the archive (every part: LibreOffice follows relationships to parts of any
- * name) and refuses what could make an XML parser reach outside the file or blow up: UTF-16/32
- * text (which would hide a declaration from this byte-level scan), an XML declaration of another
- * encoding, any DTD or entity declaration, and relationships to external resources other than
- * plain hyperlinks (LibreOffice would fetch linked images, OLE objects or templates while
- * converting). Returns the text when `keepAll`, the first `<w:pgSz …>` tag when `findPageSize`.
+ * name), checks its CRC-32 (yauzl does not), and, when it is XML text, decodes it the way an XML
+ * processor does (`encodingOf`) and scans what it means (`XmlScanner`): it refuses any DTD or
+ * entity declaration, and relationships to external resources other than plain hyperlinks
+ * (LibreOffice would fetch linked images, OLE objects or templates while converting) — judged
+ * on the decoded attribute values, so `&#69;xternal` is `External`.
  */
-function scanPart(zip: yauzl.ZipFile, entry: yauzl.Entry, keepAll: boolean, findPageSize: boolean): Promise<string | null> {
+function scanPart(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<PartFindings> {
   const refuse = (why: string) => new UnreadableDocument(`the part ${entry.fileName} ${why}, which is not accepted`);
   const isRels = /\.rels$/i.test(entry.fileName);
+  const findings: PartFindings = { pages: null, pageSize: null };
+  const scanner = new XmlScanner({
+    attributesOf: new Set(isRels ? ['Relationship'] : entry.fileName === 'word/document.xml' ? ['pgSz'] : []),
+    textOf: new Set(entry.fileName === 'docProps/app.xml' ? ['Pages'] : []),
+    onStartTag(name, attributes) {
+      const value = (local: string) => attributes.find(([n]) => localName(n) === local)?.[1];
+      if (isRels) {
+        const external = attributes.some(([n, v]) => localName(n) === 'TargetMode' && v.trim().toLowerCase() === 'external');
+        if (external && !HYPERLINK_TYPES.has(value('Type')?.trim() ?? '')) throw refuse('links to an external resource other than a hyperlink');
+      } else if (findings.pageSize === null) {
+        findings.pageSize = pageSizeFrom(value('w'), value('h'));
+      }
+    },
+    onText(_name, text) {
+      findings.pages ??= pagesFrom(text);
+    },
+  });
   return new Promise((resolve, reject) => {
     zip.openReadStream(entry, (error, stream?: Readable) => {
       if (error || !stream) return reject(error ?? new Error('no stream'));
-      let first = true;
+      let crc = 0;
+      let head: Buffer | null = Buffer.alloc(0);
+      let decoder: TextDecoder | null = null;
+      /** Not XML text (an image, a font): only its bytes are checked. */
+      let binary = false;
       let carry = '';
-      let kept = '';
-      let pageSize: string | null = null;
-      const fail = (e: Error) => {
+      const fail = (e: unknown) => {
         stream.destroy();
-        reject(e);
+        reject(e instanceof XmlRefused ? refuse(e.message) : e);
+      };
+      const scanBytes = (bytes: Buffer) => {
+        if (binary) {
+          // Latin-1 maps every byte to one character. A binary part is not given to an XML
+          // parser, but a declaration in one is refused all the same.
+          const text = carry + bytes.toString('latin1');
+          if (/<!(doctype|entity)/i.test(text)) throw new XmlRefused('declares a DTD or entities');
+          carry = text.slice(-8);
+        } else {
+          let text: string;
+          try {
+            text = decoder!.decode(bytes, { stream: true });
+          } catch {
+            throw new XmlRefused(`is not valid ${decoder!.encoding.toUpperCase()} text`);
+          }
+          scanner.write(text);
+        }
+      };
+      const begin = (bytes: Buffer) => {
+        const decided = encodingOf(bytes);
+        if (decided === 'not_xml') binary = true;
+        else {
+          decoder = new TextDecoder(decided.encoding, { fatal: true });
+          bytes = bytes.subarray(decided.bom);
+        }
+        scanBytes(bytes);
       };
       stream.on('data', (chunk: Buffer) => {
-        if (first) {
-          first = false;
-          if (WIDE_TEXT.some((bom) => chunk.subarray(0, bom.length).equals(bom))) return fail(refuse('is UTF-16 or UTF-32 text'));
-          const declared = /^(?:\xef\xbb\xbf)?\s*<\?xml[^>]*encoding\s*=\s*["']([^"']+)["']/i.exec(chunk.toString('latin1', 0, 200));
-          if (declared && !/^(utf-?8|us-ascii)$/i.test(declared[1]!)) return fail(refuse(`declares the encoding ${declared[1]}`));
+        crc = zlib.crc32(chunk, crc);
+        try {
+          if (head === null) return scanBytes(chunk);
+          head = Buffer.concat([head, chunk]);
+          if (head.length < HEAD_BYTES) return;
+          const first = head;
+          head = null;
+          begin(first);
+        } catch (e) {
+          fail(e);
         }
-        // Latin-1 maps every byte to one character: the scan sees exactly the bytes.
-        const text = carry + chunk.toString('latin1');
-        if (FORBIDDEN.test(text)) return fail(refuse('declares a DTD or entities'));
-        if (isRels) {
-          for (const rel of text.match(/<Relationship\b[^>]*>/g) ?? []) {
-            if (/TargetMode\s*=\s*["']External["']/i.test(rel) && !/Type\s*=\s*["'][^"']*\/hyperlink["']/i.test(rel)) {
-              return fail(refuse('links to an external resource other than a hyperlink'));
-            }
-          }
-        }
-        if (keepAll) {
-          kept += chunk.toString('utf8');
-          if (kept.length > 1024 * 1024) keepAll = false;
-        }
-        if (findPageSize && pageSize === null) {
-          const match = /<w:pgSz\b[^>]*>/.exec(text);
-          if (match) pageSize = match[0];
-        }
-        // Enough to hold a whole <Relationship …> or <w:pgSz …> tag across two chunks.
-        carry = text.slice(-2048);
       });
       stream.on('error', reject);
-      stream.on('end', () => resolve(keepAll ? kept : pageSize));
+      stream.on('end', () => {
+        try {
+          if (head !== null) begin(head);
+          if (crc !== entry.crc32 >>> 0) throw refuse('is damaged (its CRC-32 checksum does not match)');
+          if (!binary) {
+            try {
+              scanner.write(decoder!.decode());
+            } catch (e) {
+              throw e instanceof XmlRefused ? e : new XmlRefused(`is not valid ${decoder!.encoding.toUpperCase()} text`);
+            }
+            scanner.end();
+          }
+          resolve(findings);
+        } catch (e) {
+          reject(e instanceof XmlRefused ? refuse(e.message) : e);
+        }
+      });
     });
   });
 }
 
-function pagesFromAppXml(xml: string): number | null {
-  const parsed = new XMLParser({ processEntities: false, ignoreAttributes: true, parseTagValue: false }).parse(xml) as {
-    Properties?: { Pages?: unknown };
-  };
-  const pages = Number(parsed.Properties?.Pages);
+/**
+ * How an XML part is encoded, decided as XML 1.0 does (§4.3.3 and Appendix F): a byte-order
+ * mark; else the first bytes of `<?xml` in UTF-16 (`<\0?\0`, `\0<\0?`); else UTF-8, or what the XML
+ * declaration names. UTF-8 and UTF-16 are the encodings every XML processor reads; any other
+ * (UTF-32, EBCDIC, a declared legacy code page) is refused, as is a declaration that contradicts
+ * the bytes (`encoding="UTF-16"` on 8-bit text). A part whose first character (after
+ * white space) is not `<` is not XML at all (an image): `not_xml`.
+ */
+function encodingOf(head: Buffer): { encoding: Encoding; bom: number } | 'not_xml' {
+  const starts = (...bytes: number[]) => bytes.every((b, i) => head[i] === b);
+  if (starts(0x00, 0x00, 0xfe, 0xff) || starts(0xff, 0xfe, 0x00, 0x00) || starts(0x00, 0x00, 0x00, 0x3c) || starts(0x3c, 0x00, 0x00, 0x00)) {
+    throw new XmlRefused('is UTF-32 text');
+  }
+  let encoding: Encoding;
+  let bom = 0;
+  if (starts(0xef, 0xbb, 0xbf)) [encoding, bom] = ['utf-8', 3];
+  else if (starts(0xfe, 0xff)) [encoding, bom] = ['utf-16be', 2];
+  else if (starts(0xff, 0xfe)) [encoding, bom] = ['utf-16le', 2];
+  else if (starts(0x3c, 0x00)) encoding = 'utf-16le';
+  else if (starts(0x00, 0x3c)) encoding = 'utf-16be';
+  else {
+    let i = 0;
+    while (head[i] === 0x20 || head[i] === 0x09 || head[i] === 0x0a || head[i] === 0x0d) i++;
+    if (i < head.length && head[i] !== 0x3c) return 'not_xml';
+    encoding = 'utf-8';
+  }
+  // The declaration, if any, opens the text; read it from the head, decoded (forgivingly: a
+  // bad byte is reported by the strict decoder of the scan).
+  const start = new TextDecoder(encoding).decode(head.subarray(bom, bom + 400));
+  const declared = /^<\?xml\s[^?>]*?encoding\s*=\s*(["'])([A-Za-z][A-Za-z0-9._-]*)\1/.exec(start)?.[2]?.toLowerCase();
+  if (declared !== undefined) {
+    const wide = encoding !== 'utf-8';
+    const fits = wide ? /^utf-?16(le|be)?$/.test(declared) : /^(utf-?8|us-ascii|ascii)$/.test(declared);
+    if (!fits) {
+      throw new XmlRefused(
+        /^(utf-?8|utf-?16(le|be)?|us-ascii|ascii)$/.test(declared)
+          ? `declares the encoding ${declared.toUpperCase()} but is written in ${encoding.toUpperCase()}`
+          : `declares the encoding ${declared.toUpperCase()} (only UTF-8 and UTF-16 are accepted)`,
+      );
+    }
+  }
+  return { encoding, bom };
+}
+
+function pagesFrom(text: string): number | null {
+  const pages = Number(text.trim());
   if (Number.isInteger(pages) && pages > MAX_PAGES) throw new UnreadableDocument(`the DOCX claims ${pages} pages; at most ${MAX_PAGES} are accepted`);
   return Number.isInteger(pages) && pages > 0 ? pages : null;
 }
 
-function pageSizeFrom(tag: string): { width: number; height: number } | null {
-  const w = /w:w="(\d+)"/.exec(tag);
-  const h = /w:h="(\d+)"/.exec(tag);
-  if (!w || !h) return null;
-  // Twentieths of a point.
-  const width = Number(w[1]) / 20;
-  const height = Number(h[1]) / 20;
+/** A page size from `w:w` and `w:h` in twentieths of a point. */
+function pageSizeFrom(w: string | undefined, h: string | undefined): { width: number; height: number } | null {
+  if (w === undefined || h === undefined || !/^\s*\d+\s*$/.test(w) || !/^\s*\d+\s*$/.test(h)) return null;
+  const width = Number(w) / 20;
+  const height = Number(h) / 20;
   return width > 0 && height > 0 ? { width, height } : null;
 }

@@ -4,6 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { UnreadableDocument } from './errors.js';
+import { FairQueue, type FairQueueLimits } from './fair-queue.js';
 
 /** Finds `soffice` on the PATH; `null` when LibreOffice is not installed. */
 export function findSoffice(): string | null {
@@ -12,33 +13,26 @@ export function findSoffice(): string | null {
   return found.status === 0 && bin ? bin : null;
 }
 
-/** Too many conversions are waiting: answered 503, the client retries later. */
-export class ConverterBusy extends Error {}
-
 /**
  * DOCX → PDF with LibreOffice, one conversion at a time (soffice is heavy and keeps a profile that
- * two instances must not share), in a throwaway profile and output folder, with a time limit after
- * which the whole process group is killed.
+ * two instances must not share), workspaces taking turns (`FairQueue`: 2 conversions waiting per
+ * workspace, 8 in all; more answer 503 with Retry-After), in a throwaway profile and output folder,
+ * with a time limit after which the whole process group is killed.
  */
 export class LibreOfficeConverter {
-  private queue: Promise<unknown> = Promise.resolve();
-  private waiting = 0;
+  private readonly queue: FairQueue;
 
   constructor(
     readonly bin: string,
     private readonly timeoutMs = 120_000,
-    /** Conversions waiting or running beyond which new ones are refused (503) instead of queued for minutes. */
-    private readonly maxQueued = 8,
-  ) {}
+    limits: FairQueueLimits = { perKey: 2, total: 8, retryAfterS: 60 },
+  ) {
+    this.queue = new FairQueue(limits);
+  }
 
-  convert(docx: string): Promise<string> {
-    if (this.waiting >= this.maxQueued) {
-      return Promise.reject(new ConverterBusy(`${this.waiting} DOCX conversions are already waiting; retry in a minute.`));
-    }
-    this.waiting++;
-    const run = this.queue.then(() => this.convertNow(docx)).finally(() => this.waiting--);
-    this.queue = run.catch(() => {});
-    return run;
+  /** Converts in `workspaceId`'s turn; rejects with `QueueFull` when that workspace already has its share waiting. */
+  convert(docx: string, workspaceId: string): Promise<string> {
+    return this.queue.run(workspaceId, () => this.convertNow(docx));
   }
 
   /** Converts and returns the path of the PDF, in a folder the caller removes with `cleanup`. */

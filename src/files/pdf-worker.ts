@@ -1,23 +1,34 @@
 /**
  * Runs in a helper process (see pdf.ts): opens a PDF with pdf.js (reading only the byte ranges
- * it needs from the file, so a 50 MB file is not loaded whole) and reports its pages' visible sizes.
+ * it needs from the file, so a 50 MB file is not loaded whole) and reports its pages' visible
+ * sizes, or inspects a DOCX (`inspectDocx`: every part inflated and scanned).
  */
 import { pathToFileURL } from 'node:url';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { inspectDocx, type DocxInfo } from './docx.js';
+import { UnreadableDocument } from './errors.js';
 import { MAX_PAGES } from './limits.js';
+import { preloadPdfjsWorker } from './pdfjs-preload.js';
 
 export interface PdfRequest {
   id: number;
   path: string;
+  kind: 'pdf' | 'docx';
 }
 
 export type PdfReply =
+  /** Sent once, when the helper's modules are loaded: files may be sent (their time limit starts). */
+  | { id: 0; ready: true }
   | { id: number; ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }
+  | { id: number; ok: true; docx: DocxInfo }
   | { id: number; ok: false; reason: string };
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
-async function analyse(file: string): Promise<Omit<Extract<PdfReply, { ok: true }>, 'id'>> {
+/** A reason of this service's own, fit for the client's hint (unlike pdf.js's exception messages). */
+class Refusal extends Error {}
+
+async function analyse(file: string): Promise<{ ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }> {
   const task = pdfjs.getDocument({
     url: pathToFileURL(file).href,
     disableAutoFetch: true,
@@ -31,7 +42,7 @@ async function analyse(file: string): Promise<Omit<Extract<PdfReply, { ok: true 
   });
   try {
     const doc = await task.promise;
-    if (doc.numPages > MAX_PAGES) throw new Error(`the PDF has ${doc.numPages} pages; at most ${MAX_PAGES} are accepted`);
+    if (doc.numPages > MAX_PAGES) throw new Refusal(`the PDF has ${doc.numPages} pages; at most ${MAX_PAGES} are accepted`);
     const pageDimensions = [];
     for (let n = 1; n <= doc.numPages; n++) {
       const page = await doc.getPage(n);
@@ -40,30 +51,39 @@ async function analyse(file: string): Promise<Omit<Extract<PdfReply, { ok: true 
       const width = Math.abs(x2 - x1);
       const height = Math.abs(y2 - y1);
       const turned = page.rotate % 180 !== 0;
-      if (!(width > 0 && height > 0)) throw new Error(`page ${n} has an empty page box`);
+      if (!(width > 0 && height > 0)) throw new Refusal(`page ${n} has an empty page box`);
       pageDimensions.push(turned ? { width: round(height), height: round(width) } : { width: round(width), height: round(height) });
       page.cleanup();
     }
-    if (doc.numPages < 1) throw new Error('the document has no pages');
+    if (doc.numPages < 1) throw new Refusal('the document has no pages');
     return { ok: true, pageCount: doc.numPages, pageDimensions };
   } finally {
     await task.destroy();
   }
 }
 
-function describe(error: unknown): string {
+/**
+ * What the client is told: never pdf.js's own message ("Maximum call stack size exceeded", an
+ * offset, an internal name), which says nothing it can act on.
+ */
+function describe(error: unknown, kind: PdfRequest['kind']): string {
+  if (error instanceof Refusal || error instanceof UnreadableDocument) return error.message;
   const name = (error as { name?: string }).name ?? '';
-  if (name === 'PasswordException') return 'the PDF is protected by a password';
+  if (kind === 'docx') return 'the DOCX cannot be read; save it again with Word or LibreOffice and upload it again';
+  if (name === 'PasswordException') return 'the PDF is protected by a password; remove the password and upload it again';
   if (name === 'InvalidPDFException') return 'the file is not a readable PDF (damaged or truncated)';
-  return `the PDF cannot be read (${(error as Error).message ?? String(error)})`;
+  return 'the PDF is damaged or built in a way this service cannot read; save it again as a standard PDF (for example with "Print to PDF") and upload it again';
 }
 
 const reply = (message: PdfReply) => process.send?.(message);
 process.on('message', (request: PdfRequest) => {
-  analyse(request.path).then(
+  const work = request.kind === 'docx' ? inspectDocx(request.path).then((docx) => ({ ok: true as const, docx })) : analyse(request.path);
+  work.then(
     (result) => reply({ id: request.id, ...result }),
-    (error: unknown) => reply({ id: request.id, ok: false, reason: describe(error) }),
+    (error: unknown) => reply({ id: request.id, ok: false, reason: describe(error, request.kind) }),
   );
 });
 // The server going away (even by SIGKILL) closes the channel: the helper goes with it.
 process.on('disconnect', () => process.exit(0));
+await preloadPdfjsWorker();
+reply({ id: 0, ready: true });

@@ -1,6 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { UnreadableDocument } from './errors.js';
+import type { DocxInfo } from './docx.js';
+import { FairQueue, type FairQueueLimits } from './fair-queue.js';
+import { residentBytes, watchMemory, yieldCpu } from './memory-watch.js';
 import type { PdfReply, PdfRequest } from './pdf-worker.js';
 
 export interface PdfInfo {
@@ -8,97 +11,193 @@ export interface PdfInfo {
   pageDimensions: Array<{ width: number; height: number }>;
 }
 
-/** Heap limit of the helper: a hostile PDF that makes pdf.js grow without end is stopped there. */
-const HELPER_HEAP_MB = 512;
-
-interface Job {
-  id: number;
-  path: string;
-  resolve: (info: PdfInfo) => void;
-  reject: (error: Error) => void;
+export interface PdfAnalyzerOptions {
+  /** Time one file may take. */
+  timeoutMs?: number;
+  /** Resident memory the helper may reach while reading one file; past it the file answers 422. */
+  maxRssMb?: number;
+  /** Files waiting per workspace and in all (see `FairQueue`). */
+  queue?: FairQueueLimits;
 }
 
+/** One helper, up to 60 s a file, 16 files waiting per workspace, 128 in all (README, Limits). */
+export const PDF_ANALYSIS_DEFAULTS = {
+  timeoutMs: 60_000,
+  maxRssMb: 512,
+  queue: { perKey: 16, total: 128, retryAfterS: 10 },
+} as const;
+
 /**
- * PDF analysis off the event loop, in one helper process started on first use and kept. A
- * separate process rather than a worker thread: pdf.js and its heap (tens of MB) stay out of the
- * server's memory, and a file that crashes pdf.js or exhausts its heap kills only the helper,
- * never the server.
+ * PDF analysis and DOCX inspection off the event loop, in one helper process started on first
+ * use and kept. A separate process rather than a worker thread: pdf.js and its heap (tens of MB)
+ * stay out of the server's memory, and a file that crashes pdf.js or exhausts the helper's memory
+ * kills only the helper, never the server.
  *
- * Files are read one at a time (reading a PDF's page sizes takes milliseconds; the time of an
- * upload is in receiving it), so when the helper dies or a file runs over its time limit, the
- * file being read is the one to blame: it answers 422, and the files waiting behind it are read
- * by a new helper as if nothing had happened.
+ * Files are read one at a time, workspaces taking turns (`FairQueue`): one workspace's backlog of
+ * huge files delays another's upload by at most the file being read. When the helper dies, runs
+ * over its time limit or over its memory limit, the file being read is the one to blame: it
+ * answers 422, and the next file is read by a new helper as if nothing had happened.
  */
+/** How long a new helper may take to load its modules before the file waiting for it fails. */
+const START_TIMEOUT_MS = 30_000;
+
+interface Helper {
+  process: ChildProcess;
+  /** Resolves when the helper said it is ready; rejects when it died or did not start in time. */
+  ready: Promise<void>;
+  /** Files handed to it so far. */
+  reads: number;
+}
+
 export class PdfAnalyzer {
-  private helper: ChildProcess | null = null;
+  private helper: Helper | null = null;
   private nextId = 1;
-  private readonly queue: Job[] = [];
-  private current: { job: Job; timer: NodeJS.Timeout } | null = null;
+  private readonly queue: FairQueue;
+  private readonly timeoutMs: number;
+  private readonly maxRssBytes: number;
+  private closed = false;
 
-  constructor(private readonly timeoutMs = 60_000) {}
+  constructor(options: PdfAnalyzerOptions = {}) {
+    this.timeoutMs = options.timeoutMs ?? PDF_ANALYSIS_DEFAULTS.timeoutMs;
+    this.maxRssBytes = (options.maxRssMb ?? PDF_ANALYSIS_DEFAULTS.maxRssMb) * 1024 * 1024;
+    this.queue = new FairQueue(options.queue ?? PDF_ANALYSIS_DEFAULTS.queue);
+  }
 
-  analyse(path: string): Promise<PdfInfo> {
-    return new Promise<PdfInfo>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, path, resolve, reject });
-      this.next();
+  /** Reads `path` in its workspace's turn; rejects with `QueueFull` when that workspace already has its share waiting. */
+  analyse(path: string, workspaceId: string): Promise<PdfInfo> {
+    return this.enqueue<PdfInfo>(path, 'pdf', workspaceId);
+  }
+
+  /** Inspects a DOCX (`inspectDocx`) in the helper, in its workspace's turn, under the same limits. */
+  inspectDocx(path: string, workspaceId: string): Promise<DocxInfo> {
+    return this.enqueue<DocxInfo>(path, 'docx', workspaceId);
+  }
+
+  private enqueue<T>(path: string, kind: PdfRequest['kind'], workspaceId: string): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('the PDF reader is shutting down'));
+    return this.queue.run(workspaceId, () => this.read<T>(path, kind));
+  }
+
+  /**
+   * Reads one file (the queue runs one at a time). Its time limit starts once the helper is
+   * ready, so that a new helper's start on a busy machine does not count against the file.
+   */
+  private async read<T>(path: string, kind: PdfRequest['kind']): Promise<T> {
+    const what = kind === 'pdf' ? 'the PDF' : 'the DOCX';
+    const tooBig = () => new UnreadableDocument(`reading ${what} needs more than ${Math.round(this.maxRssBytes / 1024 / 1024)} MB of memory, more than is allowed for one file`);
+    let started = this.start();
+    await started.ready;
+    // Measured once before the file is handed over, not only every 25 ms while it is read (a small
+    // file can be read between two samples): a helper already past the limit (memory kept from
+    // earlier files) is replaced; a new helper past it means no file can be read within the limit.
+    let rss = await residentBytes(started.process.pid ?? -1);
+    if (rss !== null && rss > this.maxRssBytes && started.reads > 0) {
+      this.retire(started.process);
+      started = this.start();
+      await started.ready;
+      rss = await residentBytes(started.process.pid ?? -1);
+    }
+    if (rss !== null && rss > this.maxRssBytes) {
+      this.retire(started.process);
+      throw tooBig();
+    }
+    started.reads += 1;
+    const helper = started.process;
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const finish = (outcome: T | Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        stopWatching();
+        helper.off('message', onMessage);
+        helper.off('exit', onExit);
+        helper.unref(); // an idle helper does not keep the process alive
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      };
+      // The helper is given up (no later file is handed to it) before the outcome is known, so
+      // that the next file always starts on a live one.
+      const giveUp = (why: string) => {
+        this.retire(helper);
+        finish(new UnreadableDocument(why));
+      };
+      const timer = setTimeout(() => giveUp(`${what} took longer than ${this.timeoutMs / 1000} s to read`), this.timeoutMs);
+      const stopWatching = watchMemory(helper.pid ?? -1, this.maxRssBytes, () => {
+        this.retire(helper);
+        finish(tooBig());
+      });
+      const onMessage = (reply: PdfReply) => {
+        if (reply.id !== id || 'ready' in reply) return;
+        if (!reply.ok) finish(new UnreadableDocument(reply.reason));
+        else finish(('docx' in reply ? reply.docx : { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions }) as T);
+      };
+      const onExit = () => finish(new UnreadableDocument(`${what} could not be read (the reader stopped on it)`));
+      helper.on('message', onMessage);
+      helper.on('exit', onExit);
+      helper.ref(); // a file in progress keeps the process alive
+      helper.send({ id, path, kind } satisfies PdfRequest);
     });
   }
 
-  private next(): void {
-    if (this.current || this.queue.length === 0) return;
-    const job = this.queue.shift()!;
-    const helper = this.start();
-    helper.ref(); // a file in progress keeps the process alive; an idle helper does not
-    const timer = setTimeout(() => {
-      this.finish(job, new UnreadableDocument(`the PDF took longer than ${this.timeoutMs / 1000} s to read`));
-      helper.kill('SIGKILL');
-    }, this.timeoutMs);
-    this.current = { job, timer };
-    helper.send({ id: job.id, path: job.path } satisfies PdfRequest);
+  /** Kills `helper` and makes sure it is never handed another file. */
+  private retire(helper: ChildProcess): void {
+    if (this.helper?.process === helper) this.helper = null;
+    helper.kill('SIGKILL');
   }
 
-  private finish(job: Job, outcome: PdfInfo | Error): void {
-    if (this.current?.job !== job) return;
-    clearTimeout(this.current.timer);
-    this.current = null;
-    this.helper?.unref();
-    if (outcome instanceof Error) job.reject(outcome);
-    else job.resolve(outcome);
-    this.next();
-  }
-
-  private start(): ChildProcess {
+  private start(): Helper {
     if (this.helper) return this.helper;
     const fromSource = import.meta.url.endsWith('.ts');
     const script = fileURLToPath(new URL(fromSource ? './pdf-worker.ts' : './pdf-worker.js', import.meta.url));
     const helper = fork(script, [], {
-      // Running from source (tests, under tsx) the helper needs the TypeScript loader too.
-      execArgv: [...(fromSource ? ['--import', 'tsx'] : []), `--max-old-space-size=${HELPER_HEAP_MB}`],
+      // Running from source (tests, under tsx) the helper needs the TypeScript loader too. The
+      // heap limit stops runaway JavaScript objects early; `watchMemory` bounds the rest.
+      execArgv: [...(fromSource ? ['--import', 'tsx'] : []), `--max-old-space-size=${Math.max(256, Math.round(this.maxRssBytes / 1024 / 1024))}`],
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
       serialization: 'advanced',
     });
-    helper.on('message', (reply: PdfReply) => {
-      const job = this.current?.job;
-      if (!job || reply.id !== job.id) return;
-      this.finish(job, reply.ok ? { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions } : new UnreadableDocument(reply.reason));
-    });
+    yieldCpu(helper.pid);
     helper.on('error', () => helper.kill('SIGKILL'));
     helper.on('exit', () => {
-      if (this.helper === helper) this.helper = null;
-      const job = this.current?.job;
-      if (job) this.finish(job, new UnreadableDocument('the PDF could not be read (the reader stopped on it)'));
+      if (this.helper?.process === helper) this.helper = null;
     });
     helper.unref();
     helper.channel?.unref();
-    this.helper = helper;
-    return helper;
+    const ready = new Promise<void>((resolve, reject) => {
+      const fail = (why: string) => {
+        cleanUp();
+        this.retire(helper);
+        reject(new Error(why));
+      };
+      const timer = setTimeout(() => fail(`the PDF reader did not start within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
+      const onMessage = (reply: PdfReply) => {
+        if (!('ready' in reply)) return;
+        cleanUp();
+        resolve();
+      };
+      const onExit = () => fail('the PDF reader stopped while starting');
+      const cleanUp = () => {
+        clearTimeout(timer);
+        helper.off('message', onMessage);
+        helper.off('exit', onExit);
+        helper.unref();
+      };
+      helper.ref(); // a start in progress keeps the process alive
+      helper.on('message', onMessage);
+      helper.on('exit', onExit);
+    });
+    this.helper = { process: helper, ready, reads: 0 };
+    return this.helper;
   }
 
   async close(): Promise<void> {
-    const helper = this.helper;
+    this.closed = true;
+    this.queue.clear(new Error('the PDF reader is shutting down'));
+    const helper = this.helper?.process;
     this.helper = null;
-    for (const job of this.queue.splice(0)) job.reject(new Error('the PDF reader is shutting down'));
-    if (!helper || helper.exitCode !== null) return;
+    if (!helper || helper.exitCode !== null || helper.signalCode !== null) return;
     const exited = new Promise((resolve) => helper.once('exit', resolve));
     helper.ref(); // so that waiting for its exit keeps the event loop alive
     helper.kill('SIGTERM');

@@ -48,12 +48,22 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
 
 /** The depth and NUL rules for free JSON kept as given, without recursion. */
 function checkDepth(value: unknown, path: string, depth: number): void {
-  const stack: Array<[unknown, number]> = [[value, depth]];
-  while (stack.length > 0) {
-    const [item, level] = stack.pop()!;
-    if (typeof item === 'string' && item.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+  // Two parallel stacks rather than a pair per item: an evaluation's answers hold thousands.
+  const items: unknown[] = [value];
+  const levels: number[] = [depth];
+  while (items.length > 0) {
+    const item = items.pop();
+    const level = levels.pop()!;
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+      continue;
+    }
     if (item === null || typeof item !== 'object') continue;
     if (level > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
-    for (const child of Object.values(item)) stack.push([child, level + 1]);
+    const children = Array.isArray(item) ? item : Object.values(item);
+    for (let i = 0; i < children.length; i++) {
+      items.push(children[i]);
+      levels.push(level + 1);
+    }
   }
 }

@@ -17,6 +17,28 @@ export function errorBody(code: ErrorCode, status: number, hint: string): ErrorB
 
 const PAGINATION_KEYS = new Set(['/page', '/limit']);
 
+/** Socket errors of a database connection that cannot be made or was lost. */
+const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** PostgreSQL's SQLSTATEs for "not now": too many clients, shutting down, starting up. */
+const POSTGRES_UNAVAILABLE = new Set(['53300', '57P01', '57P02', '57P03']);
+/** node-postgres's own words when the pool cannot hand out a working connection (these carry no code). */
+const POOL_UNAVAILABLE = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error)/;
+
+/**
+ * Whether an error means that the database could not be used at all (so nothing was written):
+ * SQLite's lock held by another process past the wait, or PostgreSQL refusing, dropping or not
+ * answering connections. The contract's answer is 503 `unavailable`, not 500.
+ */
+export function databaseUnavailable(error: unknown): boolean {
+  const { code, message, errors } = (error ?? {}) as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof code === 'string') {
+    if (code.startsWith('SQLITE_BUSY') || CONNECTION_ERRORS.has(code) || POSTGRES_UNAVAILABLE.has(code) || code.startsWith('08')) return true;
+  }
+  if (typeof message === 'string' && POOL_UNAVAILABLE.test(message)) return true;
+  // Connecting to every address of a host name failed: Node reports them together.
+  return Array.isArray(errors) && errors.length > 0 && errors.every(databaseUnavailable);
+}
+
 /** Maps anything thrown on the request path to the contract's envelope and a stable code. */
 export function toAppError(error: unknown, request: FastifyRequest): AppError {
   if (error instanceof AppError) return error;
@@ -64,6 +86,9 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
     default:
       break;
   }
+  if (databaseUnavailable(err)) {
+    return new AppError('unavailable', 'The database is busy or unreachable right now; retry in a moment.', { 'retry-after': '1' });
+  }
   // Any other client error Fastify raises (a bad URL, a bad header) keeps its status class.
   const status = typeof err.statusCode === 'number' ? err.statusCode : 500;
   if (status === 404) return new AppError('not_found', 'Resource not found');
@@ -80,6 +105,8 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
   const appError = toAppError(error, request);
   if (appError.code === 'internal_error') {
     request.log.error({ err: error, message: (error as Error).message, code: (error as { code?: string }).code }, 'request failed');
+  } else if (appError.code === 'unavailable' && !(error instanceof AppError)) {
+    request.log.warn({ message: (error as Error).message, code: (error as { code?: string }).code }, 'database unavailable');
   }
   return sendError(reply, appError);
 }

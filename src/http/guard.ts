@@ -62,7 +62,7 @@ export function makeGuard(deps: GuardDeps): Guard {
     if (check instanceof Promise) {
       check.then(counted, (error: unknown) => {
         request.log.error({ err: error }, 'API key lookup failed');
-        done(new AppError('unavailable', 'The service cannot check API keys right now (database unreachable); retry shortly.'));
+        done(new AppError('unavailable', 'The service cannot check API keys right now (database unreachable); retry shortly.', { 'retry-after': '1' }));
       });
     } else {
       counted(check);

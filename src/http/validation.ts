@@ -50,12 +50,12 @@ export function describeAjvError(error: ErrorObject, context: string, renames?: 
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'additionalProperties': {
+      // Named by its own path (`fields[1].colour`), as every other validation error is.
       const key = String(params.additionalProperty);
-      const full = join(path, key);
-      const written = renames?.get(full) ?? key;
+      const written = renames?.get(join(path, key)) ?? key;
       const allowed = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
       const kind = context === 'querystring' ? 'query parameter' : 'key';
-      return `${where(path)}unknown ${kind} "${written}"${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`;
+      return `${join(path, written)}: unknown ${kind}${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`;
     }
     case 'required':
       return `${join(path, String(params.missingProperty))}: is required`;

@@ -7,9 +7,13 @@ import type { Database, JobRow } from '../store/schema.js';
 /**
  * The durable job queue: rows of `jobs`, claimed under a lease.
  *
- * - `claim` takes the oldest due `pending` job: `FOR UPDATE SKIP LOCKED` on PostgreSQL, so any
- *   number of workers in any number of processes never take the same job; inside the single
- *   `BEGIN IMMEDIATE` writer on SQLite. The claim counts an attempt and sets a lease.
+ * - `claim` takes a due `pending` job, workspaces taking turns: of the workspaces with due jobs,
+ *   the one whose last claim is oldest (or that never had one) goes first, and within it the
+ *   oldest job. So one workspace's backlog never holds up another's job for more than the jobs
+ *   running now plus one of each other waiting workspace. `FOR UPDATE SKIP LOCKED` on PostgreSQL,
+ *   so any number of workers in any number of processes never take the same job; inside the
+ *   single `BEGIN IMMEDIATE` writer on SQLite. The claim counts an attempt, sets a lease and
+ *   records the workspace's turn (`workspace_claims`) in the same statement or transaction.
  * - A running job's worker renews the lease; a job whose lease ran out (its worker died or hung)
  *   goes back to `pending` with a backoff, or to `failed` (`worker_lost`) after its last attempt.
  * - While it runs, the worker records its progress (`progress`); going back to `pending` clears it,
@@ -121,31 +125,45 @@ export class JobQueue {
     });
   }
 
-  /** Takes the oldest due pending job for `owner`, or `null` when none is due. */
+  /**
+   * Takes a due pending job for `owner` — of the workspace whose last claim is oldest, then the
+   * oldest of its jobs — or `null` when none is due.
+   */
   async claim(owner: string): Promise<JobRow | null> {
     await this.reapExpired();
     const now = this.iso();
     const lease = this.iso(this.options.leaseMs);
     if (this.store.dialect === 'postgres') {
+      // One statement: two workers claiming at once may both pick the same workspace (each skips
+      // the other's locked row), which only delays the round-robin by one job.
       const result = await sql<JobRow>`
-        update jobs set status = 'processing', lease_owner = ${owner}, lease_expires_at = ${lease},
-          attempts = attempts + 1, started_at = coalesce(started_at, ${now}),
-          progress_done = null, progress_total = null, updated_at = ${now}
-        where id = (
-          select id from jobs where status = 'pending' and run_at <= ${now}
-          order by run_at, id limit 1 for update skip locked
+        with claimed as (
+          update jobs set status = 'processing', lease_owner = ${owner}, lease_expires_at = ${lease},
+            attempts = attempts + 1, started_at = coalesce(started_at, ${now}),
+            progress_done = null, progress_total = null, updated_at = ${now}
+          where id = (
+            select j.id from jobs j left join workspace_claims w on w.workspace_id = j.workspace_id
+            where j.status = 'pending' and j.run_at <= ${now}
+            order by w.last_claimed_at asc nulls first, j.run_at, j.id limit 1 for update of j skip locked
+          )
+          returning *
+        ), turn as (
+          insert into workspace_claims (workspace_id, last_claimed_at) select workspace_id, ${now} from claimed
+          on conflict (workspace_id) do update set last_claimed_at = excluded.last_claimed_at
         )
-        returning *`.execute(this.store.db);
+        select * from claimed`.execute(this.store.db);
       return result.rows[0] ?? null;
     }
     return this.store.db.transaction().execute(async (trx) => {
       const next = await trx
-        .selectFrom('jobs')
-        .select('id')
-        .where('status', '=', 'pending')
-        .where('run_at', '<=', now)
-        .orderBy('run_at')
-        .orderBy('id')
+        .selectFrom('jobs as j')
+        .leftJoin('workspace_claims as w', 'w.workspace_id', 'j.workspace_id')
+        .select(['j.id', 'j.workspace_id'])
+        .where('j.status', '=', 'pending')
+        .where('j.run_at', '<=', now)
+        .orderBy(sql`w.last_claimed_at asc nulls first`)
+        .orderBy('j.run_at')
+        .orderBy('j.id')
         .limit(1)
         .executeTakeFirst();
       if (!next) return null;
@@ -153,6 +171,11 @@ export class JobQueue {
         .updateTable('jobs')
         .set((eb) => ({ status: 'processing', lease_owner: owner, lease_expires_at: lease, attempts: eb('attempts', '+', 1), started_at: eb.fn.coalesce('started_at', eb.val(now)), ...NO_PROGRESS, updated_at: now }))
         .where('id', '=', next.id)
+        .execute();
+      await trx
+        .insertInto('workspace_claims')
+        .values({ workspace_id: next.workspace_id, last_claimed_at: now })
+        .onConflict((oc) => oc.column('workspace_id').doUpdateSet({ last_claimed_at: now }))
         .execute();
       return (await trx.selectFrom('jobs').selectAll().where('id', '=', next.id).executeTakeFirstOrThrow()) as JobRow;
     });

@@ -3,7 +3,7 @@ import type { Transaction } from 'kysely';
 import os from 'node:os';
 import type { BlobStore } from '../blobs/store.js';
 import type { AiConfig } from '../detect/ai.js';
-import { DetectionError, detectInThread, type RunOptions } from '../detect/runner.js';
+import { DetectionError, detectInProcess, type RunOptions } from '../detect/runner.js';
 import type { DetectionResult } from '../detect/types.js';
 import type { Store } from '../store/db.js';
 import { completionOf, PARSE_JOB, type ParseParams } from '../store/parse-jobs.js';
@@ -24,8 +24,10 @@ export interface WorkerOptions {
   log: WorkerLog;
   /** How often an idle worker looks for work (it is also woken when a job is queued here). */
   pollMs?: number;
-  /** Detection itself (a worker thread by default). */
+  /** Detection itself (a process of its own by default). */
   detect?: (data: Uint8Array, options: RunOptions) => Promise<DetectionResult>;
+  /** The time and memory one detection may use (default `DETECTION_LIMITS`). */
+  detectionLimits?: { timeoutMs?: number; maxMemoryMb?: number };
   /** The model of the `ai` engine; a job asking for `ai` on a worker without one gets the layout result, with a warning. */
   ai?: AiConfig | null;
   /** Least time between two progress writes of a running job (default 500 ms). */
@@ -188,7 +190,7 @@ export class ParseWorker {
         await queue.fail(job.id, this.owner, data);
         return;
       }
-      const detect = this.options.detect ?? detectInThread;
+      const detect = this.options.detect ?? detectInProcess;
       // Progress is for polling clients only: a write that fails is logged, never fails the job.
       const progress = new ProgressWriter(
         (done, total) => queue.progress(job.id, this.owner, done, total).then(leaseHeld, (error: unknown) => log.warn({ err: error, job: job.id }, 'could not record progress')),
@@ -197,7 +199,13 @@ export class ParseWorker {
       let result: DetectionResult;
       try {
         const { engine } = JSON.parse(job.params) as ParseParams;
-        result = await detect(data.bytes, { signal: stop, onProgress: (done, total) => progress.report(done, total), engine, ai: this.options.ai ?? null });
+        result = await detect(data.bytes, {
+          ...this.options.detectionLimits,
+          signal: stop,
+          onProgress: (done, total) => progress.report(done, total),
+          engine,
+          ai: this.options.ai ?? null,
+        });
       } finally {
         await progress.close();
       }
@@ -220,7 +228,9 @@ export class ParseWorker {
         return;
       }
       const failure: JobError = error instanceof DetectionError ? { code: error.code, message: error.message, final: error.final } : { code: 'detection_failed', message: 'detection failed unexpectedly', final: false };
+      // The client reads the job's error; what went wrong inside goes to the log only.
       if (!(error instanceof DetectionError)) log.error({ err: error, job: job.id }, 'parse job failed');
+      else if (error.detail) log.warn({ job: job.id, code: error.code, detail: error.detail }, 'parse job attempt failed');
       await queue.fail(job.id, this.owner, failure).catch((e: unknown) => log.error({ err: e, job: job.id }, 'could not record a failed job'));
     } finally {
       clearInterval(renewal);

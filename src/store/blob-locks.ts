@@ -1,26 +1,65 @@
 import { sql, type Transaction } from 'kysely';
 import { HashLocks } from '../blobs/locks.js';
+import type { BlobStore } from '../blobs/store.js';
 import type { Store } from './db.js';
+import { unreferenced } from './documents.js';
 import type { Database } from './schema.js';
 
 const local = new HashLocks();
 
 /**
- * Runs `work` in a transaction that has exclusive use of the given content hashes across every
- * process of the deployment: PostgreSQL advisory locks (held until the transaction ends) when
- * several servers may share the store, an in-process lock on SQLite, where one server runs.
+ * Stores files, then writes the row that refers to them, with exclusive use of their content
+ * hashes across every process of the deployment from before the files are committed until the
+ * row is: an in-process lock on SQLite (where one server runs), PostgreSQL advisory locks (held
+ * until the transaction ends) where several servers share the store.
  *
- * Storing a blob and writing the row that refers to it happen inside one such section, and so
- * do "does any row still refer to this blob?" and removing it: an upload of the same bytes can
- * never slip between the check and the removal.
+ * On SQLite the files are committed (fsync, rename) *before* the row's transaction begins: the
+ * database has one writer at a time, and no other write waits behind a 50 MB fsync. On
+ * PostgreSQL the transaction only holds the advisory locks meanwhile, which stop nobody else.
+ *
+ * A crash between the two leaves an unreferenced blob, which the sweeps remove (`sweepBlobs`);
+ * never a row without its file. And `removeUnreferencedBlobs` holds the same locks, so that a
+ * delete can never remove a file that an upload of the same bytes has just committed again.
  */
-export async function withBlobLock<T>(store: Store, hashes: string[], work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+export async function withCommittedBlobs<T>(
+  store: Store,
+  hashes: string[],
+  commit: () => Promise<void>,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
   const sorted = [...new Set(hashes)].sort();
   if (store.dialect === 'postgres') {
     return store.db.transaction().execute(async (trx) => {
       for (const hash of sorted) await sql`select pg_advisory_xact_lock(hashtextextended(${hash}, 0))`.execute(trx);
+      await commit();
       return work(trx);
     });
   }
-  return local.with(sorted, () => store.db.transaction().execute(work));
+  return local.with(sorted, async () => {
+    await commit();
+    return store.db.transaction().execute(work);
+  });
+}
+
+/**
+ * Removes the blobs among `hashes` that no document or document revision refers to any more,
+ * holding their locks (see `withCommittedBlobs`); answers the hashes it removed. On SQLite no
+ * transaction is needed: under the lock no row of this server can start referring to them, and
+ * reading takes no write lock.
+ */
+export async function removeUnreferencedBlobs(store: Store, blobs: BlobStore, hashes: string[]): Promise<string[]> {
+  const sorted = [...new Set(hashes)].sort();
+  if (sorted.length === 0) return [];
+  const remove = async (db: Store['db'] | Transaction<Database>) => {
+    const gone = await unreferenced(db, sorted);
+    for (const hash of gone) await blobs.delete(hash);
+    return gone;
+  };
+  if (store.dialect === 'postgres') {
+    return store.db.transaction().execute(async (trx) => {
+      for (const hash of sorted) await sql`select pg_advisory_xact_lock(hashtextextended(${hash}, 0))`.execute(trx);
+      return remove(trx);
+    });
+  }
+  return local.with(sorted, () => remove(store.db));
 }

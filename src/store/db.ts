@@ -1,20 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import {
-  CompiledQuery,
-  Kysely,
-  PostgresDialect,
-  SqliteDialect,
-  SqliteDriver,
-  sql,
-  type DatabaseConnection,
-  type Driver,
-  type SqliteDatabase,
-  type SqliteDialectConfig,
-} from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Driver, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
+import { SQLITE_SYNC_BUSY_MS, SqliteStoreDriver, type SqliteDatabase } from './sqlite-driver.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -23,8 +13,31 @@ export interface Store {
   dialect: Dialect;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
+  /** Lets a cache of key rows hear of changes any process makes (see `ChangeWatch`). */
+  watchKeyChanges(invalidate: () => void): ChangeWatch;
+  /** Tells this process's watchers that this process changed a key (other processes hear by themselves). */
+  keysChanged(): void;
   close(): Promise<void>;
 }
+
+/**
+ * How a process learns that another one changed API keys (a revocation by `formsign keys
+ * revoke`, by another server): SQLite's `data_version`, which moves when another connection
+ * commits to the file (read at most once per turn of the event loop, a few microseconds, no
+ * I/O); on PostgreSQL, `LISTEN` on the channel `revokeKey` notifies, on a connection of its own.
+ */
+export interface ChangeWatch {
+  /**
+   * Called before remembered keys are trusted. Calls `invalidate` first when something changed
+   * since the last call; answers `false` while changes cannot be heard (the PostgreSQL listener
+   * is not connected): the database must then be asked.
+   */
+  current(): boolean;
+  close(): Promise<void>;
+}
+
+/** The PostgreSQL channel on which key revocations are announced (payload: the key's id). */
+export const KEY_CHANNEL = 'formsign_keys';
 
 export interface StoreOptions {
   /** `postgres://…`, or `null` for SQLite at `sqlitePath`. */
@@ -32,50 +45,79 @@ export interface StoreOptions {
   sqlitePath: string;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** How long a write waits (off the event loop) for SQLite's lock held by another process (default 5 s). */
+  sqliteBusyWaitMs?: number;
 }
+
+export const DEFAULT_SQLITE_BUSY_WAIT_MS = 5000;
 
 export function createStore(options: StoreOptions): Store {
   if (options.databaseUrl) return createPostgresStore(options.databaseUrl, options.poolSize ?? 10);
-  return createSqliteStore(options.sqlitePath);
+  return createSqliteStore(options.sqlitePath, options.sqliteBusyWaitMs ?? DEFAULT_SQLITE_BUSY_WAIT_MS);
 }
 
-function createSqliteStore(file: string): Store {
+function createSqliteStore(file: string, busyWaitMs: number): Store {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const database = new SQLite(file);
+  // No waiting for a lock on the event loop: a wait is done between attempts, asynchronously
+  // (see SqliteStoreDriver).
+  database.pragma(`busy_timeout = ${SQLITE_SYNC_BUSY_MS}`);
   database.pragma('journal_mode = WAL');
-  database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database) }) });
+  const cached = withStatementCache(database);
+  const db = new Kysely<Database>({ dialect: new StoreSqliteDialect({ database: cached }, new SqliteStoreDriver(cached, busyWaitMs)) });
+  const dataVersion = database.prepare('pragma data_version').pluck();
+  const local = new LocalWatchers();
   return {
     db,
     dialect: 'sqlite',
     async ping() {
       await sql`select 1`.execute(db);
     },
+    watchKeyChanges(invalidate) {
+      // Moves on every commit of another connection (any table): then everything remembered is
+      // checked again. This connection's own commits do not move it: revokeKey says so (`local`).
+      // Read once per turn of the event loop: every request handled in a turn arrived before the
+      // turn began, so a change committed before it arrived is seen all the same, and a burst of
+      // requests pays for one read.
+      let seen = dataVersion.get();
+      let checked = false;
+      const unsubscribe = local.add(invalidate);
+      return {
+        current() {
+          if (checked) return true;
+          checked = true;
+          setImmediate(() => (checked = false));
+          const now = dataVersion.get();
+          if (now !== seen) {
+            seen = now;
+            invalidate();
+          }
+          return true;
+        },
+        async close() {
+          unsubscribe();
+        },
+      };
+    },
+    keysChanged: () => local.notify(),
     async close() {
       await db.destroy();
     },
   };
 }
 
-/**
- * Transactions here all write, and take the write lock when they begin (`BEGIN IMMEDIATE`): a
- * deferred transaction that reads and then wants to write fails at once with SQLITE_BUSY, busy
- * timeout or not, when another process (`formsign keys create` beside the server) wrote meanwhile.
- */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
-}
-
-class ImmediateSqliteDialect extends SqliteDialect {
-  constructor(private readonly settings: SqliteDialectConfig) {
+/** Kysely's SQLite dialect (compiler, adapter, introspector) on the driver of this service. */
+class StoreSqliteDialect extends SqliteDialect {
+  constructor(
+    settings: SqliteDialectConfig,
+    private readonly driver: SqliteStoreDriver,
+  ) {
     super(settings);
   }
 
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.settings);
+    return this.driver;
   }
 }
 
@@ -98,6 +140,9 @@ function withStatementCache(database: SQLite.Database, size = 500): SqliteDataba
       }
       return statement;
     },
+    get inTransaction() {
+      return database.inTransaction;
+    },
     close() {
       cache.clear();
       database.close();
@@ -110,15 +155,89 @@ function createPostgresStore(connectionString: string, max: number): Store {
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const local = new LocalWatchers();
   return {
     db,
     dialect: 'postgres',
     async ping() {
       await sql`select 1`.execute(db);
     },
+    watchKeyChanges(invalidate) {
+      const listener = listenForKeyChanges(connectionString, invalidate);
+      const unsubscribe = local.add(invalidate);
+      return {
+        current: () => listener.current(),
+        async close() {
+          unsubscribe();
+          await listener.close();
+        },
+      };
+    },
+    // The notification reaches this process's listener too, but only after the revocation's
+    // answer: this process's own caches are told before.
+    keysChanged: () => local.notify(),
     async close() {
       await db.destroy();
     },
   };
 }
 
+/** The key caches of this process, told directly of the changes this process makes. */
+class LocalWatchers {
+  private readonly watchers = new Set<() => void>();
+
+  add(invalidate: () => void): () => void {
+    const entry = () => invalidate();
+    this.watchers.add(entry);
+    return () => this.watchers.delete(entry);
+  }
+
+  notify(): void {
+    for (const invalidate of this.watchers) invalidate();
+  }
+}
+
+/**
+ * `LISTEN` on its own connection. Until it listens, and again whenever the connection is lost
+ * (until it listens again: every 1 s), remembered keys are not trusted, since a notification may
+ * have been missed; each (re)connection starts with an invalidation.
+ */
+function listenForKeyChanges(connectionString: string, invalidate: () => void): ChangeWatch {
+  let listening = false;
+  let closed = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+  const connect = async () => {
+    retry = null;
+    const next = new pg.Client({ connectionString, connectionTimeoutMillis: 5000 });
+    client = next;
+    const lost = () => {
+      listening = false;
+      next.removeAllListeners('notification');
+      next.end().catch(() => {});
+      if (!closed && client === next && !retry) retry = setTimeout(() => void connect(), 1000);
+    };
+    next.on('error', lost);
+    next.on('end', lost);
+    next.on('notification', () => invalidate());
+    try {
+      await next.connect();
+      await next.query(`listen ${KEY_CHANNEL}`);
+      if (closed) return void next.end().catch(() => {});
+      invalidate();
+      listening = true;
+    } catch {
+      lost();
+    }
+  };
+  void connect();
+  return {
+    current: () => listening,
+    async close() {
+      closed = true;
+      listening = false;
+      if (retry) clearTimeout(retry);
+      await client?.end().catch(() => {});
+    },
+  };
+}

@@ -5,7 +5,7 @@ import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Dialect, Store } from './db.js';
 import type { Page } from './forms.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
-import { publishDocumentLocked, withVersionRetry } from './revisions.js';
+import { publishDocumentLocked, releaseRevisionBytes, withVersionRetry, type PublishOptions } from './revisions.js';
 import { forUpdate } from './tx.js';
 
 export interface DocumentView {
@@ -127,7 +127,7 @@ export async function updateDocument(
   workspaceId: string,
   id: string,
   patch: { title?: string; status?: Status },
-  keyId: string,
+  publishing: PublishOptions,
 ): Promise<DocumentView> {
   return withVersionRetry(() => store.db.transaction().execute(async (trx) => {
     const row = await lockLiveDocument(trx, store.dialect, workspaceId, id);
@@ -150,7 +150,7 @@ export async function updateDocument(
       updated = { ...row, ...changes };
     }
     if (patch.status === 'published') {
-      const published = await publishDocumentLocked(trx, updated, { keyId });
+      const published = await publishDocumentLocked(trx, updated, publishing);
       if (published) return published.document;
       // Nothing to publish: the draft equals its last revision (and is marked so now).
       updated = { ...updated, has_unpublished_changes: 0 };
@@ -162,7 +162,7 @@ export async function updateDocument(
 /**
  * Soft delete hides the document; permanent delete removes its rows (fields go with them) and
  * answers the content hashes it referred to, for the caller to remove the blobs no other row
- * still uses (see `withBlobLock`).
+ * still uses (see `removeUnreferencedBlobs`).
  */
 export async function deleteDocument(db: Kysely<Database>, workspaceId: string, id: string, permanent: boolean): Promise<string[]> {
   if (!permanent) {
@@ -176,16 +176,20 @@ export async function deleteDocument(db: Kysely<Database>, workspaceId: string, 
     if (Number(result.numUpdatedRows) === 0) throw notFound('Document');
     return [];
   }
-  // The files its revisions keep go with them (the rows cascade); today they are the document's own.
-  const kept = await db.selectFrom('document_revisions').select(['sha256', 'rendition_sha256']).where('document_id', '=', id).execute();
-  const rows = await db
-    .deleteFrom('documents')
-    .where('workspace_id', '=', workspaceId)
-    .where('id', '=', id)
-    .returning(['sha256', 'rendition_sha256'])
-    .execute();
-  if (rows.length === 0) throw notFound('Document');
-  return [...new Set([...rows, ...kept].flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null))];
+  return db.transaction().execute(async (trx) => {
+    // The files its revisions keep go with them (the rows cascade); today they are the document's
+    // own. Their snapshots' bytes go back to the workspace's budget.
+    const kept = await trx.selectFrom('document_revisions').select(['sha256', 'rendition_sha256']).where('document_id', '=', id).execute();
+    await releaseRevisionBytes(trx, 'document', workspaceId, id);
+    const rows = await trx
+      .deleteFrom('documents')
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .returning(['sha256', 'rendition_sha256'])
+      .execute();
+    if (rows.length === 0) throw notFound('Document');
+    return [...new Set([...rows, ...kept].flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null))];
+  });
 }
 
 /** The hashes among `hashes` that no document and no document revision refers to any more. */

@@ -4,12 +4,13 @@ import { newId } from '../domain/ids.js';
 import type { LogicForm, LogicRule } from '../domain/logic.js';
 import { normalizeOptions } from '../domain/question-options.js';
 import type { Priority, QuestionType } from '../domain/questions.js';
-import { assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
+import { assertLogicLimits, assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
 import type { Dialect, Store } from './db.js';
 import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
 import { preparedQuery } from './prepared.js';
-import { lockLiveForm } from './forms.js';
+import { lockLiveForm, nextStamp } from './forms.js';
+import { count, LIMITS } from '../domain/limits.js';
 
 
 export interface SectionView {
@@ -127,7 +128,7 @@ export async function loadFormWithContent(
   store: Store,
   workspaceId: string,
   formId: string,
-): Promise<{ form: FormRow; questionCount: number; content: FormContent } | undefined> {
+): Promise<{ form: FormRow; questionCount: number; content: FormContent; bytes: number } | undefined> {
   let text = formWithContent.get(store.dialect);
   if (!text) {
     const query = sql`select forms.*,
@@ -148,12 +149,75 @@ export async function loadFormWithContent(
   return {
     form: form as FormRow,
     questionCount: Number(question_count),
+    /** The content's size as JSON text, as read (what caching the content costs, roughly). */
+    bytes: sections_json.length + questions_json.length + rules_json.length,
     content: {
       sections: (JSON.parse(sections_json) as FormSectionRow[]).map(toSection),
       questions: (JSON.parse(questions_json) as FormQuestionRow[]).map(toQuestion),
       rules: (JSON.parse(rules_json) as FormRuleRow[]).map(toRule),
     },
   };
+}
+
+const CONTENT_TABLES = { sections: 'form_sections', questions: 'form_questions', rules: 'form_rules' } as const;
+type ContentKind = keyof typeof CONTENT_TABLES;
+const VIEWS = { sections: toSection, questions: toQuestion, rules: toRule } as const;
+
+/**
+ * One page of a live form's sections, questions or rules, in order, and how many there are, or
+ * `undefined` when there is no such form. Only the page is read (SQL `limit`/`offset`, and a
+ * count), never the whole form, in one statement: the total and the page are of one moment.
+ */
+export async function listContent<K extends ContentKind>(
+  db: Kysely<Database>,
+  workspaceId: string,
+  formId: string,
+  kind: K,
+  page: { offset: number; limit: number },
+): Promise<{ items: Array<ReturnType<(typeof VIEWS)[K]>>; total: number } | undefined> {
+  const table = sql.table(CONTENT_TABLES[kind]);
+  // The form's row joined to its page: one row (all nulls from the page) when the page is empty.
+  const result = await sql<{ content_total: number | string; id: string | null }>`select
+      (select count(*) from ${table} c where c.form_id = f.id) as content_total, t.*
+    from forms f
+    left join (select * from ${table} where form_id = ${formId} order by position limit ${page.limit} offset ${page.offset}) t on 1 = 1
+    where f.workspace_id = ${workspaceId} and f.id = ${formId} and f.deleted_at is null
+    order by t.position`.execute(db);
+  const first = result.rows[0];
+  if (!first) return undefined;
+  const view = VIEWS[kind] as (row: unknown) => ReturnType<(typeof VIEWS)[K]>;
+  return { items: result.rows.filter((row) => row.id !== null).map(view), total: Number(first.content_total) };
+}
+
+// The draft's version on every POST /evaluate without `version`: compiled once (see prepared.ts).
+const stampOf = preparedQuery<{ updated_at: string }, [string, string]>(2, (db: Kysely<Database>, workspaceId, formId) =>
+  db.selectFrom('forms').select('updated_at').where('workspace_id', '=', workspaceId!).where('id', '=', formId!).where('deleted_at', 'is', null),
+);
+
+/**
+ * A live form's `updated_at`, which every change of its draft moves forward (`nextStamp`): one
+ * indexed row read that tells whether a compiled draft is still the draft. `undefined` when
+ * there is no such form.
+ */
+export async function draftStamp(db: Kysely<Database>, workspaceId: string, formId: string): Promise<string | undefined> {
+  return (await stampOf(db, workspaceId, formId))[0]?.updated_at;
+}
+
+const liveRowOf = preparedQuery<FormRow, [string, string]>(2, (db: Kysely<Database>, workspaceId, formId) =>
+  db.selectFrom('forms').selectAll().where('workspace_id', '=', workspaceId!).where('id', '=', formId!).where('deleted_at', 'is', null),
+);
+
+/** A live form's row alone (its `updated_at` is the draft's stamp), or `undefined`. */
+export async function liveFormRow(db: Kysely<Database>, workspaceId: string, formId: string): Promise<FormRow | undefined> {
+  return (await liveRowOf(db, workspaceId, formId))[0];
+}
+
+/**
+ * The content of `GET /forms/{id}` after the form's own keys, as JSON text:
+ * `"sections":[…],"questions":[…],"rules":[…]`, each object in the shape the API returns it.
+ */
+export function contentJson(content: FormContent): string {
+  return `"sections":${JSON.stringify(content.sections)},"questions":${JSON.stringify(content.questions)},"rules":${JSON.stringify(content.rules)}`;
 }
 
 export async function loadContent(db: Kysely<Database>, formId: string): Promise<FormContent> {
@@ -175,11 +239,41 @@ function ruleLogic(r: RuleView): LogicRule {
   return { id: r.id, action: r.action, targetQuestionId: r.targetQuestionId, targetSectionId: r.targetSectionId, match: r.match, conditions: r.conditions as LogicRule['conditions'] };
 }
 
-/** Most questions, sections and rules one form may hold (the benchmark's 2,000-question form fits with room). */
-export const FORM_LIMITS = { questions: 5000, sections: 500, rules: 5000 } as const;
+const ROOM = { questions: LIMITS.questionsPerForm, sections: LIMITS.sectionsPerForm, rules: LIMITS.rulesPerForm } as const;
 
-function assertRoom(kind: keyof typeof FORM_LIMITS, count: number): void {
-  if (count >= FORM_LIMITS[kind]) throw invalid('', `a form holds at most ${FORM_LIMITS[kind]} ${kind}; this one is full`);
+function assertRoom(kind: keyof typeof ROOM, n: number): void {
+  if (n >= ROOM[kind]) throw invalid('', `a form holds at most ${count(ROOM[kind])} ${kind} (the limit of ${kind} per form); this one is full`);
+}
+
+/** A question as the API returns it is at most `LIMITS.questionBytes` of JSON (`413`). */
+function assertQuestionSize(view: QuestionView): void {
+  const bytes = Buffer.byteLength(JSON.stringify(view));
+  if (bytes > LIMITS.questionBytes) {
+    throw new AppError('payload_too_large', `The question would be ${count(bytes)} bytes as JSON; a question may be at most ${count(LIMITS.questionBytes)} bytes (the question size limit). Shorten its options (choices, labels) or texts.`);
+  }
+}
+
+/**
+ * JSON a form's sections, questions and rules take, each item's stored texts in UTF-8 bytes plus
+ * what its ids, flags and timestamps take in the API's JSON (measured on the largest such item):
+ * the size of the `sections`, `questions` and `rules` of `GET /forms/{id}`, read from the
+ * database's own byte counts without loading the content.
+ */
+export async function formBytes(db: Kysely<Database>, formId: string): Promise<number> {
+  const row = await sql<{ bytes: number | string }>`select
+      (select coalesce(sum(octet_length(question_text) + coalesce(octet_length(description), 0) + coalesce(octet_length(context), 0) + octet_length(options) + 372), 0)
+        from form_questions where form_id = ${formId})
+      + (select coalesce(sum(octet_length(title) + coalesce(octet_length(description), 0) + 212), 0) from form_sections where form_id = ${formId})
+      + (select coalesce(sum(octet_length(conditions) + 310), 0) from form_rules where form_id = ${formId}) as bytes`.execute(db);
+  return Number(row.rows[0]!.bytes);
+}
+
+/** A form that grew past `LIMITS.formBytes`: `413`, the transaction rolled back by the caller. */
+async function assertFormSize(trx: Transaction<Database>, formId: string): Promise<void> {
+  const bytes = await formBytes(trx, formId);
+  if (bytes > LIMITS.formBytes) {
+    throw new AppError('payload_too_large', `The form would hold ${count(bytes)} bytes of questions, sections and rules as JSON; a form may hold at most ${count(LIMITS.formBytes)} bytes (the form size limit). Nothing was changed; split the form or shorten its content.`);
+  }
 }
 
 /** Calculations whose formula refers to `questionId`. */
@@ -192,20 +286,25 @@ const siblings = (table: 'form_sections' | 'form_questions' | 'form_rules', form
 /**
  * Runs `work` in a transaction holding the form's row lock, after checking that the form exists
  * in the workspace and is not archived, with the form's content loaded; marks the draft changed
- * afterwards unless `work` answers `{ changed: false }`.
+ * afterwards, checking first that it is not over the size limit, and moves its stamp
+ * (`nextStamp`: what tells every server's caches the draft changed), unless `work` answers
+ * `{ changed: false }`. Every change of a form's content goes through here.
  */
 async function editContent<T>(
   store: Store,
   workspaceId: string,
   formId: string,
   work: (trx: Transaction<Database>, content: FormContent) => Promise<T>,
+  /** Whether the change can make the form larger (then its size is checked before commit). */
+  grows = true,
 ): Promise<T> {
   return store.db.transaction().execute(async (trx) => {
     const form = await lockLiveForm(trx, store.dialect, workspaceId, formId);
     if (form.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only: its questions, sections and rules cannot change.');
     const result = await work(trx, await loadContent(trx, formId));
     if ((result as { changed?: boolean } | null)?.changed !== false) {
-      await trx.updateTable('forms').set({ has_unpublished_changes: 1, updated_at: new Date().toISOString() }).where('id', '=', formId).execute();
+      if (grows) await assertFormSize(trx, formId);
+      await trx.updateTable('forms').set({ has_unpublished_changes: 1, updated_at: nextStamp(form.updated_at) }).where('id', '=', formId).execute();
     }
     return result;
   });
@@ -263,7 +362,7 @@ export async function deleteSection(store: Store, workspaceId: string, formId: s
     await trx.deleteFrom('form_sections').where('id', '=', sectionId).execute();
     await closeGap(trx, siblings('form_sections', formId), current.order);
     await compactRules(trx, formId);
-  });
+  }, false);
 }
 
 // ---- questions ---------------------------------------------------------------------------------
@@ -329,8 +428,10 @@ export async function createQuestion(store: Store, workspaceId: string, formId: 
       created_at: now,
       updated_at: now,
     };
+    const view = toQuestion(row);
+    assertQuestionSize(view);
     await trx.insertInto('form_questions').values(row).execute();
-    return toQuestion(row);
+    return view;
   });
 }
 
@@ -363,9 +464,12 @@ export async function updateQuestion(store: Store, workspaceId: string, formId: 
       }
     }
     assertNoCycle(logic);
+    // A text question's `contains` conditions read its whole answer: a new type can make more of them.
+    if (typeChanged) assertLogicLimits(logic, 'type');
     const position = order === undefined ? current.order : Math.min(clampPosition(order, content.questions.length), content.questions.length - 1);
     const same = position === current.order && JSON.stringify({ ...next, updatedAt: '' }) === JSON.stringify({ ...current, updatedAt: '' });
     if (same) return { view: current, changed: false };
+    assertQuestionSize(next);
     await shiftBetween(trx, siblings('form_questions', formId), current.order, position);
     const updated_at = new Date().toISOString();
     await trx
@@ -401,7 +505,7 @@ export async function deleteQuestion(store: Store, workspaceId: string, formId: 
     await trx.deleteFrom('form_questions').where('id', '=', questionId).execute();
     await closeGap(trx, siblings('form_questions', formId), current.order);
     await compactRules(trx, formId);
-  });
+  }, false);
 }
 
 // ---- rules -------------------------------------------------------------------------------------
@@ -415,7 +519,9 @@ export async function createRule(store: Store, workspaceId: string, formId: stri
     assertRoom('rules', content.rules.length);
     const merged = mergeRule(input, null);
     const id = newId();
-    checkRule({ id, ...merged }, logicOf(content), { shortForm: isShortForm(input) });
+    const logic = logicOf(content);
+    checkRule({ id, ...merged }, logic, { shortForm: isShortForm(input) });
+    assertLogicLimits({ ...logic, rules: [...logic.rules, { id, ...merged }] });
     const position = clampPosition(input.order, content.rules.length);
     await openGap(trx, siblings('form_rules', formId), position);
     const now = new Date().toISOString();
@@ -441,7 +547,9 @@ export async function updateRule(store: Store, workspaceId: string, formId: stri
     const current = content.rules.find((r) => r.id === ruleId);
     if (!current) throw notFound('Rule');
     const merged = mergeRule(input, ruleLogic(current));
-    checkRule({ id: ruleId, ...merged }, logicOf(content, ruleId), { shortForm: isShortForm(input) });
+    const logic = logicOf(content, ruleId);
+    checkRule({ id: ruleId, ...merged }, logic, { shortForm: isShortForm(input) });
+    assertLogicLimits({ ...logic, rules: [...logic.rules, { id: ruleId, ...merged }] });
     const conditions = merged.conditions.map((c) => ({ sourceQuestionId: c.sourceQuestionId, operator: c.operator, value: c.value ?? null }));
     const position = input.order === undefined ? current.order : Math.min(clampPosition(input.order, content.rules.length), content.rules.length - 1);
     const next = { ...current, action: merged.action, targetQuestionId: merged.targetQuestionId, targetSectionId: merged.targetSectionId, match: merged.match, conditions, order: position };
@@ -463,7 +571,7 @@ export async function deleteRule(store: Store, workspaceId: string, formId: stri
     if (!current) throw notFound('Rule');
     await trx.deleteFrom('form_rules').where('id', '=', ruleId).execute();
     await closeGap(trx, siblings('form_rules', formId), current.order);
-  });
+  }, false);
 }
 
 /** How many questions each of these forms has. */

@@ -6,7 +6,7 @@ import type { Dialect, Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
 import { questionCounts } from './form-content.js';
-import { publishFormLocked, withVersionRetry } from './revisions.js';
+import { attributeChanges, prepareFormPublish, publishFormLocked, releaseRevisionBytes, stillPrepared, withVersionRetry, type PublishOptions } from './revisions.js';
 
 export interface Form {
   id: string;
@@ -54,6 +54,19 @@ export function toForm(row: FormRow, questionCount: number): Form {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/**
+ * The form's next `updated_at`: now, or 1 ms past the last one when the clock has not moved past
+ * it (the same millisecond, or another server's clock behind). Every change of a form is made
+ * under its row lock and moves the stamp forward, so the stamp is the draft's version: the
+ * evaluation cache (src/http/routes/content.ts) compares it to know a draft is unchanged, also
+ * across servers.
+ */
+export function nextStamp(previous: string): string {
+  const now = Date.now();
+  const last = Date.parse(previous);
+  return new Date(Number.isFinite(last) && last >= now ? last + 1 : now).toISOString();
 }
 
 function live(db: Kysely<Database>, workspaceId: string) {
@@ -104,11 +117,14 @@ export async function listForms(
 
 /**
  * Applies the keys given; `status: "published"` then publishes the result (a new revision, by the
- * key `keyId`) unless it is published already with nothing changed, which changes nothing.
+ * key `publishing.keyId`, within its budget) unless it is published already with nothing changed, which changes nothing.
  */
-export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch, keyId: string): Promise<Form> {
+export async function updateForm(store: Store, workspaceId: string, id: string, patch: FormPatch, publishing: PublishOptions): Promise<Form> {
+  // Publishing's heavy part first, outside the transaction (see `prepareFormPublish`).
+  const prepared = patch.status === 'published' ? await prepareFormPublish(store, workspaceId, id, patch, publishing) : undefined;
   return withVersionRetry(() => store.db.transaction().execute(async (trx) => {
     const row = await lockLiveForm(trx, store.dialect, workspaceId, id);
+    const ready = stillPrepared(row, prepared) ? prepared : undefined;
     const current = row.status as Status;
     const { status, ...content } = patch;
     if (status !== undefined) assertForwardTransition('form', current, status);
@@ -116,25 +132,20 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
     if (current === 'archived' && editsContent) {
       throw new AppError('form_not_editable', 'This form is archived and read only; create a new form to make changes.');
     }
-    const changes: Partial<FormRow> = {};
-    if (content.title !== undefined && content.title !== row.title) changes.title = content.title;
-    if (content.description !== undefined && content.description !== row.description) changes.description = content.description;
-    if (content.settings !== undefined) {
-      const settings = JSON.stringify(content.settings);
-      if (settings !== row.settings) changes.settings = settings;
-    }
+    const changes = attributeChanges(row, content);
     const contentChanged = Object.keys(changes).length > 0;
     if (contentChanged) changes.has_unpublished_changes = 1;
     // Publishing sets the status itself, with the revision.
     if (status !== undefined && status !== current && status !== 'published') changes.status = status;
     let updated = row;
     if (Object.keys(changes).length > 0) {
-      changes.updated_at = new Date().toISOString();
+      // The stamp a prepared publish was worked out with, so that its snapshot says what is stored.
+      changes.updated_at = ready && contentChanged ? ready.patchedStamp : nextStamp(row.updated_at);
       await trx.updateTable('forms').set(changes).where('id', '=', id).execute();
       updated = { ...row, ...changes };
     }
     if (status === 'published') {
-      const published = await publishFormLocked(trx, updated, { keyId });
+      const published = await publishFormLocked(trx, updated, publishing, ready);
       if (published) return published.form;
       // Nothing to publish: the draft equals its last revision (and is marked so now).
       updated = { ...updated, has_unpublished_changes: 0 };
@@ -147,8 +158,12 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
 /** Soft delete hides the form; permanent delete removes it (also when already soft-deleted). */
 export async function deleteForm(db: Kysely<Database>, workspaceId: string, id: string, permanent: boolean): Promise<void> {
   if (permanent) {
-    const result = await db.deleteFrom('forms').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw notFound('Form');
+    await db.transaction().execute(async (trx) => {
+      // Its revisions go with it (the rows cascade): their bytes go back to the workspace's budget.
+      await releaseRevisionBytes(trx, 'form', workspaceId, id);
+      const result = await trx.deleteFrom('forms').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+      if (Number(result.numDeletedRows) === 0) throw notFound('Form');
+    });
     return;
   }
   const result = await db

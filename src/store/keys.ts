@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { KEY_CHANNEL, type ChangeWatch, type Store } from './db.js';
 import { generateKey, hashKey, keyPrefix, looksLikeKey, sameHash } from '../domain/keys.js';
 import { newId } from '../domain/ids.js';
 import type { Permission } from '../domain/grants.js';
@@ -93,17 +94,26 @@ export async function listKeys(db: Kysely<Database>): Promise<ApiKeyInfo[]> {
   return rows.map((row) => toInfo(row, row.slug));
 }
 
-/** Marks a key revoked; `false` when there is no such key. Revoking twice keeps the first time. */
-export async function revokeKey(db: Kysely<Database>, id: string): Promise<boolean> {
-  const found = await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
-  if (!found) return false;
-  await db
-    .updateTable('api_keys')
-    .set({ revoked_at: new Date().toISOString() })
-    .where('id', '=', id)
-    .where('revoked_at', 'is', null)
-    .execute();
-  return true;
+/**
+ * Marks a key revoked; `false` when there is no such key. Revoking twice keeps the first time.
+ * Every running server stops accepting the key at once: on PostgreSQL the revocation is
+ * announced on `KEY_CHANNEL` when it commits; on SQLite the servers see the file change.
+ */
+export async function revokeKey(store: Store, id: string): Promise<boolean> {
+  const found = await store.db.transaction().execute(async (trx) => {
+    const found = await trx.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
+    if (!found) return false;
+    await trx
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
+    if (store.dialect === 'postgres') await sql`select pg_notify(${KEY_CHANNEL}, ${id})`.execute(trx);
+    return true;
+  });
+  if (found) store.keysChanged();
+  return found;
 }
 
 const keysByPrefix = preparedQuery<
@@ -143,15 +153,29 @@ export interface KeyVerifier {
 /**
  * Verifies keys against the database and remembers a verified key for `ttlMs`, so that a busy
  * client costs one key lookup every few seconds instead of one per request. Expiry is checked on
- * every request all the same; a revocation reaches a running process within `ttlMs`. Failures
- * are never remembered, so a key works the moment it is created.
+ * every request all the same. A revocation, by this process or any other, empties the memory
+ * before the next request is checked (`changes`; while changes cannot be heard, nothing
+ * remembered is used). Failures are never remembered, so a key works the moment it is created.
  */
-export function createKeyVerifier(db: Kysely<Database>, ttlMs: number, maxEntries = 10_000): KeyVerifier {
+export function createKeyVerifier(
+  db: Kysely<Database>,
+  ttlMs: number,
+  watch: ((invalidate: () => void) => ChangeWatch) | null,
+  maxEntries = 10_000,
+): KeyVerifier & { close(): Promise<void> } {
   // Keyed by the key's hash, so that no secret sits in this map; least recently used goes first.
   const cache = new Map<string, { principal: Principal; until: number }>();
+  // Moves with every invalidation: a lookup that was under way meanwhile may have read the row
+  // before the change, and its answer is then not remembered.
+  let generation = 0;
+  const changes = watch?.((): void => {
+    cache.clear();
+    generation++;
+  }) ?? null;
   return {
+    close: async () => changes?.close(),
     verify(candidate, now) {
-      if (ttlMs <= 0 || !looksLikeKey(candidate)) return verifyKey(db, candidate, now);
+      if (ttlMs <= 0 || !looksLikeKey(candidate) || (changes !== null && !changes.current())) return verifyKey(db, candidate, now);
       const at = now.getTime();
       const id = hashKey(candidate);
       const cached = cache.get(id);
@@ -165,9 +189,10 @@ export function createKeyVerifier(db: Kysely<Database>, ttlMs: number, maxEntrie
         cache.set(id, cached);
         return { ok: true, principal: cached.principal };
       }
+      const asked = generation;
       return verifyKey(db, candidate, now).then((check) => {
         cache.delete(id);
-        if (check.ok) {
+        if (check.ok && asked === generation) {
           if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
           cache.set(id, { principal: check.principal, until: at + ttlMs });
         }

@@ -228,6 +228,30 @@ const MIGRATIONS: Migration[] = [
       await db.schema.alterTable('jobs').addColumn('progress_total', 'integer').execute();
     },
   },
+  {
+    id: '0007_workspace_claims',
+    async up(db) {
+      // The parse queue's round-robin between workspaces (src/jobs/queue.ts, claim): one row per
+      // workspace that ever had a job claimed. No foreign key: a row outliving its workspace is harmless.
+      await db.schema
+        .createTable('workspace_claims')
+        .addColumn('workspace_id', 'text', (c) => c.primaryKey())
+        .addColumn('last_claimed_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+  {
+    id: '0008_revision_bytes',
+    async up(db) {
+      // Bytes of revision snapshots each workspace stores (forms' and documents' together): the
+      // budget publishing is held to, kept as a counter so that a publish checks it with one row
+      // update instead of summing every snapshot. Counted from what is stored already.
+      await db.schema.alterTable('workspaces').addColumn('revision_bytes', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await sql`update workspaces set revision_bytes =
+          (select coalesce(sum(octet_length(r.snapshot)), 0) from form_revisions r join forms f on f.id = r.form_id where f.workspace_id = workspaces.id)
+        + (select coalesce(sum(octet_length(r.snapshot)), 0) from document_revisions r join documents d on d.id = r.document_id where d.workspace_id = workspaces.id)`.execute(db);
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

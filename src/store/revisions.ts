@@ -1,10 +1,12 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import {
   definitionHash,
+  definitionTexts,
   diffDocuments,
   diffForms,
+  formLists,
   summarize,
   type DocumentDefinition,
   type FormDefinition,
@@ -12,8 +14,9 @@ import {
 } from '../domain/revisions.js';
 import type { Store } from './db.js';
 import { listFields, lockLiveDocument, toDocument, type DocumentView, type FieldView } from './documents.js';
-import { loadContent, type FormContent } from './form-content.js';
-import { lockLiveForm, toForm, type Form, type Page } from './forms.js';
+import { loadContent, loadFormWithContent, type FormContent } from './form-content.js';
+import { yieldToLoop } from '../domain/yield.js';
+import { lockLiveForm, nextStamp, toForm, type Form, type Page } from './forms.js';
 import type { Database, DocumentRow, FormRow } from './schema.js';
 
 export interface RevisionView {
@@ -37,6 +40,54 @@ export interface PublishOptions {
   keyId: string;
   /** The client's summary; generated from the diff when absent. */
   changesSummary?: string | null;
+  /** Bytes of snapshots the workspace may store in all (default `DEFAULT_REVISION_BYTES`). */
+  budgetBytes?: number;
+}
+
+/** The default budget of revision snapshots per workspace (`REVISION_BYTES_PER_WORKSPACE`): 1 GiB. */
+export const DEFAULT_REVISION_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * Counts `bytes` more snapshot storage against the workspace's budget, or refuses (`413`, the
+ * caller's transaction rolled back) when they do not fit. One conditional row update: exact under
+ * concurrent publishes on any number of servers (they queue on the workspace's row).
+ */
+async function chargeRevisionBytes(trx: Transaction<Database>, workspaceId: string, bytes: number, budget: number): Promise<void> {
+  const result = await trx
+    .updateTable('workspaces')
+    .set((eb) => ({ revision_bytes: eb('revision_bytes', '+', bytes) }))
+    .where('id', '=', workspaceId)
+    .where((eb) => eb(eb('revision_bytes', '+', bytes), '<=', budget))
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) > 0) return;
+  const row = await trx.selectFrom('workspaces').select('revision_bytes').where('id', '=', workspaceId).executeTakeFirst();
+  const used = Number(row?.revision_bytes ?? 0);
+  throw new AppError(
+    'payload_too_large',
+    `Publishing would store a ${bytes.toLocaleString('en-US')}-byte snapshot; this workspace stores ${used.toLocaleString('en-US')} bytes of revisions ` +
+      `and may store at most ${budget.toLocaleString('en-US')} (the revision storage budget per workspace). Delete forms or documents you no longer need ` +
+      'for good (DELETE …?permanent=true) to free their revisions, then publish again.',
+  );
+}
+
+/**
+ * Gives back to the workspace's budget what the revisions of a form or document take, in the
+ * transaction that deletes it for good (before the rows cascade away).
+ */
+export async function releaseRevisionBytes(trx: Transaction<Database>, kind: RevisionKind, workspaceId: string, parentId: string): Promise<void> {
+  const t = TABLES[kind];
+  const row = (await (trx as Transaction<any>)
+    .selectFrom(t.revisions)
+    .select((eb: any) => eb.fn.coalesce(eb.fn.sum(sql`octet_length(snapshot)`), sql.lit(0)).as('bytes'))
+    .where(t.parentColumn, '=', parentId)
+    .executeTakeFirst()) as { bytes: number | string } | undefined;
+  const bytes = Number(row?.bytes ?? 0);
+  if (bytes === 0) return;
+  await trx
+    .updateTable('workspaces')
+    .set((eb) => ({ revision_bytes: eb('revision_bytes', '-', bytes) }))
+    .where('id', '=', workspaceId)
+    .execute();
 }
 
 const noChanges = (kind: string) =>
@@ -76,6 +127,21 @@ function documentDefinition(snapshot: DocumentSnapshot): DocumentDefinition {
   return { document: { title: snapshot.document.title, sha256: snapshot.document.sha256 }, fields: snapshot.fields as unknown as SnapshotItem[] };
 }
 
+/** A snapshot ready to store: its JSON text, its definition's hash, and its summary. */
+interface Frozen {
+  hash: string;
+  text: string;
+  /** The summary when already known (the client's, or generated beforehand); else `describe` makes it. */
+  summary: string | null;
+  /** The generated summary, from the previous revision's snapshot (`null` for the first). */
+  describe(previous: unknown): string;
+}
+
+/** `Frozen` for a snapshot built in the transaction. */
+function frozenOf(snapshot: unknown, definition: FormDefinition | DocumentDefinition, describe: (previous: unknown) => string): Frozen {
+  return { hash: definitionHash(definition), text: JSON.stringify(snapshot), summary: null, describe };
+}
+
 /**
  * What publishing does once the snapshot is built, for either kind: the draft equal to the last
  * revision (an edit undone) is nothing to publish (`null`; the stale flag is cleared), else the
@@ -84,19 +150,17 @@ function documentDefinition(snapshot: DocumentSnapshot): DocumentDefinition {
 async function freeze(
   trx: Transaction<Database>,
   kind: RevisionKind,
+  workspaceId: string,
   parentId: string,
   version: number,
   now: string,
-  snapshot: unknown,
-  definition: FormDefinition | DocumentDefinition,
-  /** The generated summary, from the previous revision's snapshot (`null` for the first). */
-  describe: (previous: unknown) => string,
+  frozen: Frozen,
   extra: Record<string, unknown>,
   options: PublishOptions,
 ): Promise<RevisionView | null> {
   const t = TABLES[kind];
   const db = trx as Transaction<any>;
-  const hash = definitionHash(definition);
+  const { hash, text } = frozen;
   const previous = version > 1
     ? ((await db.selectFrom(t.revisions).select(['id', 'definition_hash']).where(t.parentColumn, '=', parentId).where('version', '=', version - 1).executeTakeFirst()) as
         | { id: string; definition_hash: string }
@@ -106,18 +170,19 @@ async function freeze(
     await db.updateTable(t.parents).set({ has_unpublished_changes: 0 }).where('id', '=', parentId).execute();
     return null;
   }
-  let summary = options.changesSummary ?? null;
+  let summary = options.changesSummary ?? frozen.summary;
   if (summary === null) {
     // The previous snapshot is read only to describe the difference.
     const before = previous
       ? ((await db.selectFrom(t.revisions).select('snapshot').where('id', '=', previous.id).executeTakeFirstOrThrow()) as { snapshot: string }).snapshot
       : null;
-    summary = describe(before === null ? null : JSON.parse(before));
+    summary = frozen.describe(before === null ? null : JSON.parse(before));
   }
   const id = newId();
+  await chargeRevisionBytes(trx, workspaceId, Buffer.byteLength(text), options.budgetBytes ?? DEFAULT_REVISION_BYTES);
   await db
     .insertInto(t.revisions)
-    .values({ id, [t.parentColumn]: parentId, version, published_at: now, published_by: options.keyId, changes_summary: summary, definition_hash: hash, snapshot: JSON.stringify(snapshot), ...extra })
+    .values({ id, [t.parentColumn]: parentId, version, published_at: now, published_by: options.keyId, changes_summary: summary, definition_hash: hash, snapshot: text, ...extra })
     .execute();
   await db.updateTable(t.parents).set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }).where('id', '=', parentId).execute();
   return toRevision(kind, { id, parent_id: parentId, version, published_at: now, published_by: options.keyId, changes_summary: summary });
@@ -132,20 +197,114 @@ export async function publishFormLocked(
   trx: Transaction<Database>,
   row: FormRow,
   options: PublishOptions,
+  /** The publish worked out before the transaction, for exactly this row (the caller checked). */
+  prepared?: PreparedPublish,
 ): Promise<{ form: Form; revision: RevisionView } | null> {
   if (row.current_version !== null && !row.has_unpublished_changes) return null;
+  if (prepared) {
+    const frozen = { hash: prepared.hash, text: prepared.text, summary: prepared.summary, describe: () => prepared.summary };
+    const revision = await freeze(trx, 'form', row.workspace_id, row.id, prepared.version, prepared.now, frozen, {}, options);
+    return revision && { form: prepared.form, revision };
+  }
   const content = await loadContent(trx, row.id);
   const version = nextVersion(row);
-  const now = new Date().toISOString();
+  const now = nextStamp(row.updated_at);
   const form = toForm({ ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }, content.questions.length);
   const snapshot: FormSnapshot = { form, sections: content.sections, questions: content.questions, rules: content.rules };
   const definition = formDefinition(snapshot);
   const revision = await freeze(
-    trx, 'form', row.id, version, now, snapshot, definition,
-    (previous) => summarize(diffForms(previous === null ? null : formDefinition(previous as FormSnapshot), definition), previous === null),
+    trx, 'form', row.workspace_id, row.id, version, now,
+    frozenOf(snapshot, definition, (previous) => summarize(diffForms(previous === null ? null : formDefinition(previous as FormSnapshot), definition), previous === null)),
     {}, options,
   );
   return revision && { form, revision };
+}
+
+/**
+ * A form's publish worked out outside any transaction: its snapshot as JSON, the definition's
+ * hash and the summary. For a large form this is most of the work of publishing (megabytes parsed,
+ * hashed, diffed and serialised): done here, in short turns of the event loop, it holds no lock
+ * and stalls no one; the transaction then only checks that the form is still as read (`baseStamp`,
+ * `baseVersion`) and writes.
+ */
+export interface PreparedPublish {
+  /** The form's `updated_at` and `current_version` it was worked out from. */
+  baseStamp: string;
+  baseVersion: number | null;
+  /** The form's `updated_at` after `patch` (the stamp `updateForm` writes), and after publishing. */
+  patchedStamp: string;
+  now: string;
+  version: number;
+  form: Form;
+  hash: string;
+  text: string;
+  /** The summary to store: the client's, or generated from the previous revision. */
+  summary: string;
+}
+
+/** The form-level keys `PUT /forms/{id}` may change along with publishing. */
+export interface FormAttributes {
+  title?: string;
+  description?: string | null;
+  settings?: Record<string, unknown>;
+}
+
+/** The columns `attributes` change in `row` (none when they equal the row's). */
+export function attributeChanges(row: FormRow, attributes: FormAttributes): Partial<FormRow> {
+  const changes: Partial<FormRow> = {};
+  if (attributes.title !== undefined && attributes.title !== row.title) changes.title = attributes.title;
+  if (attributes.description !== undefined && attributes.description !== row.description) changes.description = attributes.description;
+  if (attributes.settings !== undefined) {
+    const settings = JSON.stringify(attributes.settings);
+    if (settings !== row.settings) changes.settings = settings;
+  }
+  return changes;
+}
+
+/** `undefined` when the form is not there (live, of the workspace). */
+export async function prepareFormPublish(
+  store: Store,
+  workspaceId: string,
+  formId: string,
+  attributes: FormAttributes,
+  options: PublishOptions,
+): Promise<PreparedPublish | undefined> {
+  const found = await loadFormWithContent(store, workspaceId, formId);
+  if (!found) return undefined;
+  await yieldToLoop();
+  const base = found.form;
+  const changes = attributeChanges(base, attributes);
+  const patchedStamp = Object.keys(changes).length > 0 ? nextStamp(base.updated_at) : base.updated_at;
+  const version = nextVersion(base);
+  const now = nextStamp(patchedStamp);
+  const form = toForm({ ...base, ...changes, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }, found.questionCount);
+  const snapshot: FormSnapshot = { form, ...found.content };
+  const definition = formDefinition(snapshot);
+  const define = await definitionTexts(formLists(definition), yieldToLoop);
+  const hash = definitionHash(definition, define);
+  await yieldToLoop();
+  const text = JSON.stringify(snapshot);
+  await yieldToLoop();
+  let summary = options.changesSummary ?? null;
+  if (summary === null) {
+    // Revisions never change: the previous one can be read and diffed before the transaction.
+    const previous = base.current_version === null
+      ? undefined
+      : await store.db.selectFrom('form_revisions').select('snapshot').where('form_id', '=', formId).where('version', '=', Number(base.current_version)).executeTakeFirst();
+    await yieldToLoop();
+    const before = previous ? formDefinition(JSON.parse(previous.snapshot) as FormSnapshot) : null;
+    await yieldToLoop();
+    const defineBoth = before ? await definitionTexts(formLists(before), yieldToLoop, define) : define;
+    summary = summarize(diffForms(before, definition, defineBoth), before === null);
+    await yieldToLoop();
+  }
+  const baseVersion = base.current_version === null ? null : Number(base.current_version);
+  return { baseStamp: base.updated_at, baseVersion, patchedStamp, now, version, form, hash, text, summary };
+}
+
+/** Whether `row` (locked) is still the form `prepared` was worked out from. */
+export function stillPrepared(row: FormRow, prepared: PreparedPublish | undefined): prepared is PreparedPublish {
+  return prepared !== undefined && row.updated_at === prepared.baseStamp && (row.current_version === null ? null : Number(row.current_version)) === prepared.baseVersion;
 }
 
 /** `POST /forms/{id}/publish`: `409 no_changes` when there is nothing to publish. */
@@ -155,12 +314,15 @@ export async function publishForm(
   formId: string,
   options: PublishOptions,
 ): Promise<{ form: Form; revision: RevisionView }> {
-  // The transaction commits before `no_changes` is thrown: clearing a stale flag is kept.
+  // The heavy part first, outside the transaction; in it, used only if the form is still as read
+  // (else worked out again there, as a concurrent change requires). The transaction commits
+  // before `no_changes` is thrown: clearing a stale flag is kept.
+  const prepared = await prepareFormPublish(store, workspaceId, formId, {}, options);
   const published = await withVersionRetry(() =>
     store.db.transaction().execute(async (trx) => {
       const row = await lockLiveForm(trx, store.dialect, workspaceId, formId);
       if (row.status === 'archived') throw new AppError('form_not_editable', 'This form is archived and read only; it cannot be published again. Its revisions stay readable.');
-      return publishFormLocked(trx, row, options);
+      return publishFormLocked(trx, row, options, stillPrepared(row, prepared) ? prepared : undefined);
     }),
   );
   if (!published) throw noChanges('form');
@@ -181,8 +343,8 @@ export async function publishDocumentLocked(
   const snapshot: DocumentSnapshot = { document, fields };
   const definition = documentDefinition(snapshot);
   const revision = await freeze(
-    trx, 'document', row.id, version, now, snapshot, definition,
-    (previous) => summarize(diffDocuments(previous === null ? null : documentDefinition(previous as DocumentSnapshot), definition), previous === null),
+    trx, 'document', row.workspace_id, row.id, version, now,
+    frozenOf(snapshot, definition, (previous) => summarize(diffDocuments(previous === null ? null : documentDefinition(previous as DocumentSnapshot), definition), previous === null)),
     { sha256: row.sha256, rendition_sha256: row.rendition_sha256 }, options,
   );
   return revision && { document, revision };

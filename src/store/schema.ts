@@ -3,10 +3,14 @@
  * with milliseconds, which sorts correctly as text), booleans as 0/1, JSON as text. Repositories
  * turn rows into API objects; nothing else sees these types.
  */
+import type { Generated } from 'kysely';
+
 export interface WorkspaceRow {
   id: string;
   slug: string;
   created_at: string;
+  /** Bytes of revision snapshots the workspace stores (see `freeze` in revisions.ts). */
+  revision_bytes: Generated<number | string>;
 }
 
 export interface ApiKeyRow {
@@ -182,6 +186,12 @@ export interface JobRow {
   updated_at: string;
 }
 
+/** When the job queue last gave a job of a workspace to a worker (its turn in the round-robin). */
+export interface WorkspaceClaimRow {
+  workspace_id: string;
+  last_claimed_at: string;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -199,5 +209,6 @@ export interface Database {
   form_revisions: FormRevisionRow;
   document_revisions: DocumentRevisionRow;
   jobs: JobRow;
+  workspace_claims: WorkspaceClaimRow;
   schema_migrations: SchemaMigrationRow;
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,9 @@ describe('documents', () => {
   let headers: Record<string, string>;
 
   before(async () => {
-    ctx = await createTestContext();
+    // 17 uploads of one workspace at once (the PDF reader's share test): more than the default
+    // share of uploads in progress per workspace (4, tested in the HTTP edge's own tests).
+    ctx = await createTestContext({ http: { uploadsPerWorkspace: 32 } });
     headers = bearer(await ctx.key(ALL, 'docs'));
   });
   after(() => ctx.close());
@@ -162,6 +165,20 @@ describe('documents', () => {
       ['a DOCX linking an external image (LibreOffice would fetch it)', async () => [
         file(await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="http://169.254.169.254/latest/meta-data" TargetMode="External"/></Relationships>' }] }), 'ssrf.docx'),
       ], 422, 'unreadable_document'],
+      ['a DOCX whose document is UTF-16 without a byte-order mark, hiding an external entity', async () => [
+        file(await makeDocx({ documentXml: Buffer.from('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>', 'utf16le') }), 'utf16-nobom.docx'),
+      ], 422, 'unreadable_document'],
+      ['a DOCX whose external link is spelled with a character reference (&#69;xternal)', async () => [
+        file(await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="http://169.254.169.254/latest/meta-data" TargetMode="&#69;xternal"/></Relationships>' }] }), 'ssrf-ref.docx'),
+      ], 422, 'unreadable_document'],
+      ['a DOCX with a part whose CRC-32 does not match', async () => {
+        const docx = await makeDocx({ extra: [{ name: 'word/media/note.bin', data: 'formsign-crc original bytes', compress: false }] });
+        docx.write('O', docx.indexOf('formsign-crc original') + 'formsign-crc '.length, 'latin1');
+        return [file(docx, 'crc.docx')];
+      }, 422, 'unreadable_document'],
+      ['a DOCX whose relationships never close a tag (quadratic for a regular expression)', async () => [
+        file(await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<Relationships>' + '<Relationship Id="r" '.repeat(50_000), compress: false }] }), 'open-tags.docx'),
+      ], 422, 'unreadable_document'],
       ['a DOCX claiming five billion pages', async () => [file(await makeDocx({ pages: 5_000_000_000 }), 'pages.docx')], 422, 'unreadable_document'],
       ['a multipart body cut off in the middle of the file', async () => {
         const body = multipart([file(await makePdf([{ width: 612, height: 792 }]))]);
@@ -192,6 +209,61 @@ describe('documents', () => {
         assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'tmp')), [], 'no temporary file');
       });
     }
+
+    it('hints say what the client can act on, never an exception message (100,000 nested arrays)', async () => {
+      const nested = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      const objects = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /X ${nested} >>`];
+      let text = '%PDF-1.7\n';
+      const offsets = objects.map((o, i) => {
+        const at = text.length;
+        text += `${i + 1} 0 obj\n${o}\nendobj\n`;
+        return at;
+      });
+      const xref = text.length;
+      text += `xref\n0 4\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+      const res = await upload([file(Buffer.from(text, 'latin1'), 'nested.pdf')]);
+      assert.equal(res.statusCode, 422, res.body);
+      assert.equal(res.json().code, 'unreadable_document');
+      assert.doesNotMatch(res.json().hint, /call stack|Maximum|RangeError|Error:/);
+      assert.match(res.json().hint, /upload it again/);
+      const zip = await upload([file(Buffer.concat([Buffer.from('PK\u0003\u0004'), crypto.randomBytes(64)]), 'broken.docx')]);
+      assert.equal(zip.statusCode, 415, zip.body);
+      const cut = await makeDocx();
+      const truncated = await upload([file(Buffer.concat([cut.subarray(0, 30), Buffer.alloc(cut.length - 30)]), 'cut.docx')]);
+      assert.ok([415, 422].includes(truncated.statusCode), truncated.body);
+      assert.doesNotMatch(truncated.json().hint, /invalid|offset|signature|Error/i);
+    });
+
+    it('uploads of one workspace wait their turn: past its share (16 waiting), 503 with Retry-After; another workspace is served next', async () => {
+      const other = bearer(await ctx.key(ALL, 'docs-other'));
+      const small = fs.readFileSync(corpusFiles()[0]!.file);
+      // A's files take a while to read (200 pages), so that the order they are answered in is the order they were read in.
+      const long = await makePdf(Array.from({ length: 200 }, () => ({ width: 612, height: 792 })));
+      assert.equal((await upload([file(small)])).statusCode, 201, 'the PDF reader is up');
+      const helper = Number(execSync(`pgrep -P ${process.pid} -f pdf-worker || true`, { encoding: 'utf8' }).trim().split('\n')[0]);
+      assert.ok(helper > 0, 'the PDF reader runs in a helper process');
+      process.kill(helper, 'SIGSTOP');
+      const order: string[] = [];
+      const send = (h: Record<string, string>, name: string, data: Buffer) => upload([file(data, `${name}.pdf`)], h).then((res) => (order.push(name), res));
+      try {
+        // One being read (the helper is frozen), 16 waiting: A's share.
+        const mine = Array.from({ length: 17 }, (_, i) => send(headers, `A${i + 1}`, long));
+        await new Promise((r) => setTimeout(r, 1000));
+        const refused = await upload([file(long, 'A18.pdf')]);
+        assert.equal(refused.statusCode, 503, refused.body);
+        assert.equal(refused.json().code, 'unavailable');
+        assert.equal(refused.headers['retry-after'], '10');
+        const theirs = send(other, 'B1', small);
+        await new Promise((r) => setTimeout(r, 300));
+        process.kill(helper, 'SIGCONT');
+        const results = await Promise.all([...mine, theirs]);
+        assert.deepEqual(new Set(results.map((r) => r.statusCode)), new Set([201]));
+        // B's upload is answered after the one of A's being read, before A's 16 waiting ones.
+        assert.ok(order.indexOf('B1') <= 1, `B's upload waited for one of A's, not all of them (${order.join(', ')})`);
+      } finally {
+        process.kill(helper, 'SIGCONT');
+      }
+    });
 
     it('a DOCX with an ordinary external hyperlink is fine', async () => {
       const docx = await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId5" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink" Target="https://example.com/terms" TargetMode="External"/></Relationships>' }] });

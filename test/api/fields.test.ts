@@ -70,7 +70,7 @@ describe('document fields', () => {
       [{ ...box, type: 'dropdown', options: { choices: ['a', ' '] } }, /options\.choices\[1\]: must not be blank/],
       [{ ...box, type: 'dropdown', options: { choices: ['a', 'a'] } }, /options\.choices: must not repeat/],
       [{ ...box, type: 'date', options: { choices: ['a'] } }, /options\.choices: is only for the types/],
-      [{ ...box, type: 'date', options: { colour: 'red' } }, /options: unknown key "colour"/],
+      [{ ...box, type: 'date', options: { colour: 'red' } }, /^options\.colour: unknown key/],
       [{ ...box, type: 'short_text', defaultValue: '__today__' }, /defaultValue: "__today__" is only for date fields/],
       [{ ...box, type: 'date', defaultValue: '31/12/2026' }, /defaultValue: must be a date YYYY-MM-DD/],
       [{ ...box, type: 'date', defaultValue: '2026-02-29' }, /defaultValue: must be a date YYYY-MM-DD/],
@@ -78,7 +78,7 @@ describe('document fields', () => {
       [{ ...box, type: 'digital_signature', defaultValue: 'x' }, /defaultValue: a digital_signature field cannot have a default value/],
       [{ ...box, type: 'date', direction: 'up' }, /direction: must be one of|direction: must be/],
       [{ ...box, type: 'date', label: '  ' }, /label: must not be blank/],
-      [{ ...box, type: 'date', colour: 'red' }, /unknown key "colour"/],
+      [{ ...box, type: 'date', colour: 'red' }, /^colour: unknown key/],
       [{ ...box, type: 'date', pageNumber: 1, page_number: 2 }, /pageNumber: given twice/],
       [{ ...box, type: 'date', order: -1 }, /order: must be >= 0/],
     ];
@@ -109,6 +109,11 @@ describe('document fields', () => {
     assert.match(bad.json().hint, /^fields\[3\]\.x: must be <= 1/);
     const badPage = await bulk(doc, [...items.slice(0, 2), { ...box, type: 'date', pageNumber: 9 }]);
     assert.match(badPage.json().hint, /^fields\[2\]\.pageNumber: must be a page of the document/);
+    const unknownKey = await bulk(doc, [items[0], { ...box, type: 'date', colour: 'red' }]);
+    assert.equal(unknownKey.statusCode, 400);
+    assert.match(unknownKey.json().hint, /^fields\[1\]\.colour: unknown key \(allowed: /, 'the unknown key is named by its own path');
+    const snakeUnknown = await bulk(doc, [{ ...box, type: 'date', options: { colour_name: 'red' } }]);
+    assert.match(snakeUnknown.json().hint, /^fields\[0\]\.options\.colour_name: unknown key/, 'as the client wrote it');
     assert.deepEqual(await orders(doc), []);
     const created = await bulk(doc, items);
     assert.equal(created.statusCode, 201);
@@ -165,7 +170,7 @@ describe('document fields', () => {
     assert.match((await put(doc, field.id, { type: 'short_text' })).json().hint, /options\.choices: is only for the types/);
     assert.equal((await put(doc, field.id, { type: 'short_text', options: {} })).json().data.type, 'short_text');
     assert.match((await put(doc, field.id, { pageNumber: 7 })).json().hint, /pageNumber: must be a page/);
-    assert.match((await put(doc, field.id, { id: 'x' })).json().hint, /unknown key "id"/);
+    assert.match((await put(doc, field.id, { id: 'x' })).json().hint, /^id: unknown key/);
 
     await ctx.store.db.updateTable('documents').set({ has_unpublished_changes: 0 }).where('id', '=', doc).execute();
     const before = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}`, headers })).json().data;

@@ -66,7 +66,7 @@ describe('forms CRUD', () => {
     // two-word key that does not exist, which must be refused under the name the client sent.
     const unknown = await create({ title: 'x', question_text: 'y' });
     assert.equal(unknown.statusCode, 400);
-    assert.match(unknown.json().hint, /unknown key "question_text"/);
+    assert.match(unknown.json().hint, /^question_text: unknown key/);
     const twice = await create({ title: 'x', questionText: 'a', question_text: 'b' });
     assert.equal(twice.statusCode, 400);
     assert.equal(twice.json().code, 'validation_failed');
@@ -76,7 +76,7 @@ describe('forms CRUD', () => {
   it('rejects unknown keys, wrong types and bad values, naming the key, and stores nothing', async () => {
     const before = (await ctx.app.inject({ method: 'GET', url: FORMS, headers })).json().meta.total;
     const cases: Array<[unknown, RegExp]> = [
-      [{ title: 'x', titel: 'y' }, /unknown key "titel"/],
+      [{ title: 'x', titel: 'y' }, /^titel: unknown key/],
       [{}, /title: is required/],
       [{ title: 5 }, /title: must be a string/],
       [{ title: '' }, /title: must be at least 1 character/],
@@ -200,7 +200,7 @@ describe('forms CRUD', () => {
     }
     const unknownParam = await list('?pgae=2');
     assert.equal(unknownParam.statusCode, 400);
-    assert.match(unknownParam.json().hint, /unknown query parameter "pgae"/);
+    assert.match(unknownParam.json().hint, /^pgae: unknown query parameter/);
 
     await ctx.app.inject({ method: 'PUT', url: `${FORMS}/${ids[3]}`, headers: ws, payload: { status: 'archived' } });
     const archived = (await list('?status=archived')).json();
@@ -233,7 +233,7 @@ describe('forms CRUD', () => {
     assert.equal(invalid.statusCode, 400);
     const unknown = await put({ questionCount: 3 });
     assert.equal(unknown.statusCode, 400);
-    assert.match(unknown.json().hint, /unknown key "questionCount"/);
+    assert.match(unknown.json().hint, /^questionCount: unknown key/);
     const empty = await put({});
     assert.equal(empty.statusCode, 200);
     assert.deepEqual(empty.json().data, cleared);

@@ -6,7 +6,7 @@ import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { DetectionError, type RunOptions } from '../../src/detect/runner.js';
 import type { DetectionResult } from '../../src/detect/types.js';
 import { bearer, createTestContext, testLibreOffice, type TestContext } from '../helpers/context.js';
-import { CORPUS, makeDocx, makePdf, multipart } from '../helpers/files.js';
+import { CORPUS, inflatingPdf, makeDocx, makePdf, multipart } from '../helpers/files.js';
 
 const ALL = ['documents:read', 'documents:write', 'documents:delete', 'documents:parse_ai'];
 const FORM = 'irs-f1310-offset'; // 27 fillable widgets on one page, a crop box offset
@@ -43,7 +43,8 @@ describe('parse jobs', () => {
     return res.json().data;
   }
   async function finished(doc: string, job: string) {
-    for (let i = 0; i < 400; i++) {
+    // Generous: each job starts a detection process (from source, under tsx), slow on a busy machine.
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
       const data = (await send('GET', `/documents/${doc}/parse-jobs/${job}`)).json().data;
       if (data.status === 'completed' || data.status === 'failed') return data;
       await new Promise((r) => setTimeout(r, 25));
@@ -186,7 +187,7 @@ describe('parse jobs', () => {
       const started = await office.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers: h, payload: {} });
       assert.equal(started.statusCode, 202);
       let job;
-      for (let i = 0; i < 400; i++) {
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
         job = (await office.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${started.json().data.id}`, headers: h })).json().data;
         if (job.status === 'completed' || job.status === 'failed') break;
         await new Promise((r) => setTimeout(r, 25));
@@ -196,6 +197,30 @@ describe('parse jobs', () => {
     } finally {
       await office.close();
     }
+  });
+
+  it("a PDF whose content stream inflates to 1 GiB fails at once and for good, and the server's memory stays put", { timeout: 240_000 }, async () => {
+    const doc = await upload(await inflatingPdf(1024 ** 3), 'inflating.pdf');
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    try {
+      const job = await start(doc);
+      let data;
+      for (const deadline = Date.now() + 180_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        data = (await send('GET', `/documents/${doc}/parse-jobs/${job.id}`)).json().data;
+        if (data.status === 'completed' || data.status === 'failed') break;
+      }
+      assert.equal(data.status, 'failed', JSON.stringify(data));
+      assert.equal(data.error.code, 'unreadable_document');
+      assert.match(data.error.message, /needs more memory than the 1024 MB a detection may use/);
+      const row = await ctx.store.db.selectFrom('jobs').select('attempts').where('id', '=', job.id).executeTakeFirstOrThrow();
+      assert.equal(Number(row.attempts), 1, 'final: not retried');
+    } finally {
+      clearInterval(sampler);
+    }
+    // The inflated bytes live in the detection process, never in this (the server's) one.
+    assert.ok(peak - before < 512 * 1024 * 1024, `the server grew by ${Math.round((peak - before) / 1024 / 1024)} MB`);
   });
 
   it('grants, archived documents, and other workspaces', async () => {
@@ -424,7 +449,7 @@ describe('parse jobs with the ai engine (a local fake endpoint)', () => {
     const started = await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers, payload: { applyMode: 'preview' } });
     assert.equal(started.statusCode, 202, started.body);
     assert.equal(started.json().data.engine, 'ai');
-    for (let i = 0; i < 400; i++) {
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
       const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${started.json().data.id}`, headers })).json().data;
       if (data.status === 'completed') return data;
       assert.notEqual(data.status, 'failed', JSON.stringify(data.error));

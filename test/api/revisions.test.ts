@@ -4,6 +4,7 @@ import { sweepBlobs } from '../../src/blobs/sweep.js';
 import { referencedBlobs, unreferenced } from '../../src/store/documents.js';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { makePdf, multipart } from '../helpers/files.js';
+import { nextStamp } from '../../src/store/forms.js';
 
 const ALL = ['forms:read', 'forms:write', 'forms:delete', 'documents:read', 'documents:write', 'documents:delete', 'revisions:read'];
 const box = { pageNumber: 1, x: 0.1, y: 0.1, width: 0.2, height: 0.05 };
@@ -179,13 +180,18 @@ describe('publishing and revisions', () => {
 
   it('20 concurrent publishes interleaved with edits give versions 1..n exactly', async () => {
     const form = await newForm();
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => [
+    // Started a few milliseconds apart, so that they overlap one another's phases (a publish works
+    // its snapshot out before its transaction, in several turns of the event loop).
+    const pending: Array<ReturnType<typeof send>> = [];
+    for (let i = 0; i < 20; i++) {
+      pending.push(
         send('POST', `/forms/${form}/questions`, { questionText: `Q${i}`, type: 'short_text' }),
         send('POST', `/forms/${form}/publish`),
         send('PUT', `/forms/${form}`, { status: 'published' }),
-      ]).flat(),
-    );
+      );
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const results = await Promise.all(pending);
     for (const r of results) assert.ok([200, 201, 409].includes(r.statusCode), r.body);
     const conflicts = results.filter((r) => r.statusCode === 409);
     for (const r of conflicts) assert.equal(r.json().code, 'no_changes');
@@ -222,7 +228,8 @@ describe('publishing and revisions', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let locked!: () => void;
     const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    // An edit as the content routes make it: the form's row locked, a question added, the flag set.
+    // An edit as the content routes make it: the form's row locked, a question added, the flag
+    // set and the stamp moved.
     const edit = ctx.store.db.transaction().execute(async (trx) => {
       let lock = trx.selectFrom('forms').select('id').where('id', '=', form);
       if (ctx.store.dialect === 'postgres') lock = lock.forUpdate();
@@ -233,7 +240,8 @@ describe('publishing and revisions', () => {
       }).execute();
       locked();
       await held;
-      await trx.updateTable('forms').set({ has_unpublished_changes: 1 }).where('id', '=', form).execute();
+      const { updated_at } = await trx.selectFrom('forms').select('updated_at').where('id', '=', form).executeTakeFirstOrThrow();
+      await trx.updateTable('forms').set({ has_unpublished_changes: 1, updated_at: nextStamp(updated_at) }).where('id', '=', form).execute();
     });
     await isLocked;
     const publishing = send('POST', `/forms/${form}/publish`);

@@ -434,7 +434,7 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
     });
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     const { port } = hanging.address() as AddressInfo;
-    const page = { draw: (d: { text: (t: string, x: number, y: number) => void; rule: (a: number, b: number, y: number) => void }) => (d.text('Full name', 72, 700), d.rule(140, 360, 698)) };
+    const page = { draw: (d: { text: (t: string, x: number, y: number, size?: number) => void; rule: (a: number, b: number, y: number, thickness?: number) => void }) => (d.text('Full name', 72, 702, 10), d.rule(130, 360, 700, 0.75)) };
     const data = await drawPdf([page, page, page]);
     const doc = await pdfjs.getDocument({ data, verbosity: 0, isEvalSupported: false }).promise;
     const progress: number[] = [];
@@ -460,19 +460,20 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
 
   it('in a detection thread, the review ends inside the thread\'s time limit: the job completes with layout fields, it does not time out', async () => {
     const { drawPdf } = await import('../helpers/layout-pdf.js');
-    const { detectInThread } = await import('../../src/detect/runner.js');
+    const { detectInProcess } = await import('../../src/detect/runner.js');
     const hanging = http.createServer(() => {
       // never answers
     });
     await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
     const { port } = hanging.address() as AddressInfo;
-    const page = { draw: (d: { text: (t: string, x: number, y: number) => void; rule: (a: number, b: number, y: number) => void }) => (d.text('Full name', 72, 700), d.rule(140, 360, 698)) };
+    const page = { draw: (d: { text: (t: string, x: number, y: number, size?: number) => void; rule: (a: number, b: number, y: number, thickness?: number) => void }) => (d.text('Full name', 72, 702, 10), d.rule(130, 360, 700, 0.75)) };
     try {
-      // A 3-second limit, far under the review's own 5-minute budget.
-      const result = await detectInThread(await drawPdf([page]), {
+      // A 6-second limit, far under the review's own 5-minute budget (and room for the process to
+      // start and read the page on a loaded machine: about 1 s when idle).
+      const result = await detectInProcess(await drawPdf([page]), {
         engine: 'ai',
         ai: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: null, model: 'm', timeoutMs: 60_000, maxRetries: 0 },
-        timeoutMs: 3000,
+        timeoutMs: 6000,
       });
       assert.deepEqual(result.fields.map((f) => [f.pageNumber, f.source, f.label]), [[1, 'layout', 'Full name']]);
       assert.deepEqual(result.stats.warnings, ['ai: page 1: the AI review ran out of its time; the layout result is used']);

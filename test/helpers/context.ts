@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../../src/app.js';
+import { buildApp, type HttpLimits } from '../../src/app.js';
 import { DiskBlobStore } from '../../src/blobs/disk.js';
 import { findSoffice, LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
@@ -109,6 +109,8 @@ export interface ContextOptions {
   limiter?: RateLimiter;
   keyCacheTtlMs?: number;
   maxUploadBytes?: number;
+  /** Bytes of revision snapshots one workspace may store (default: the service's default). */
+  revisionBytesPerWorkspace?: number;
   /** A LibreOffice binary for DOCX renditions; default: none (FORMSIGN_TEST_SOFFICE=auto finds it). */
   libreOffice?: LibreOfficeConverter | null;
   /** Run a parse-job worker in the test process (as `serve` does). */
@@ -122,6 +124,10 @@ export interface ContextOptions {
   ai?: AiConfig | null;
   /** Where stored files go (default: a temporary directory removed on close). */
   dataDir?: string;
+  /** The blob store on `dataDir` (default: a DiskBlobStore; tests put a gate in it). */
+  makeBlobs?: (dataDir: string) => DiskBlobStore;
+  /** Timeouts, the least body rate and the upload slots (default: the service's defaults). */
+  http?: Partial<HttpLimits>;
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
@@ -129,7 +135,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
   if (limiter instanceof RedisRateLimiter) await limiter.ready();
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
-  const blobs = new DiskBlobStore(dataDir);
+  const blobs = options.makeBlobs?.(dataDir) ?? new DiskBlobStore(dataDir);
   const pdf = new PdfAnalyzer();
   const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, ...options.queue });
   let worker: ParseWorker | null = null;
@@ -140,9 +146,11 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     pdf,
     libreOffice: options.libreOffice === undefined ? testLibreOffice() : options.libreOffice,
     maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
+    revisionBytesPerWorkspace: options.revisionBytesPerWorkspace,
     logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
     now: options.now,
     keyCacheTtlMs: options.keyCacheTtlMs,
+    http: options.http,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
   });
   await app.ready();

@@ -1,5 +1,7 @@
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { degrees, PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import yazl from 'yazl';
 
@@ -131,4 +133,46 @@ export function multipart(parts: Part[]): { payload: Buffer; headers: Record<str
 export function filesUnder(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
   return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+}
+
+/**
+ * A small, valid one-page PDF whose content stream inflates to `inflatedBytes` (spaces, which a
+ * PDF reader skips): about 1 MB of file per GiB. Deflated as a stream, so making it never holds
+ * the inflated bytes. The attack of issue 14 #5.
+ */
+export async function inflatingPdf(inflatedBytes: number): Promise<Buffer> {
+  const deflate = zlib.createDeflate({ level: 9 });
+  const parts: Buffer[] = [];
+  deflate.on('data', (chunk: Buffer) => parts.push(chunk));
+  const block = Buffer.alloc(1024 * 1024, 0x20);
+  for (let left = inflatedBytes; left > 0; left -= block.length) {
+    if (!deflate.write(left >= block.length ? block : block.subarray(0, left))) await once(deflate, 'drain');
+  }
+  deflate.end();
+  await once(deflate, 'end');
+  const content = Buffer.concat(parts);
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << >> >>',
+  ];
+  const chunks: Buffer[] = [Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n', 'latin1')];
+  let offset = chunks[0]!.length;
+  const offsets: number[] = [];
+  const add = (data: Buffer) => {
+    chunks.push(data);
+    offset += data.length;
+  };
+  for (const [i, body] of objects.entries()) {
+    offsets.push(offset);
+    add(Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`, 'latin1'));
+  }
+  offsets.push(offset);
+  add(Buffer.from(`4 0 obj\n<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'));
+  add(content);
+  add(Buffer.from('\nendstream\nendobj\n', 'latin1'));
+  const xref = offset;
+  const rows = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
+  add(Buffer.from(`xref\n0 ${offsets.length + 1}\n0000000000 65535 f \n${rows}trailer\n<< /Size ${offsets.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`, 'latin1'));
+  return Buffer.concat(chunks);
 }

@@ -179,6 +179,36 @@ describe(`job queue (${TEST_DB})`, () => {
     assert.equal(await queue.progress(other.id, 'D', 2, 4), false);
   });
 
+  it('workspaces take turns: the one whose last claim is oldest first, then its oldest job', async () => {
+    await drain();
+    const inWorkspace = (workspaceId: string) => {
+      clock += 1;
+      return queue.enqueue({ kind: 'test', workspaceId, documentId, params: {} });
+    };
+    const claimed: string[] = [];
+    const claimNext = async () => {
+      clock += 1;
+      const job = await queue.claim('W');
+      if (job) claimed.push(job.id);
+      return job;
+    };
+    // A's backlog of three is queued first; B's single job arrives while A's first runs.
+    const a = [await inWorkspace('A'), await inWorkspace('A'), await inWorkspace('A')];
+    await claimNext();
+    clock += 1;
+    const b = await inWorkspace('B');
+    await claimNext();
+    assert.deepEqual(claimed, [a[0]!.id, b.id], "B's job waits for one of A's, not for A's backlog");
+    // Three workspaces with jobs at once: one each in turn, each workspace's own jobs oldest first.
+    await drain();
+    claimed.length = 0;
+    const jobs = { A: [] as string[], B: [] as string[], C: [] as string[] };
+    for (const ws of ['A', 'A', 'A', 'B', 'B', 'C'] as const) jobs[ws].push((await inWorkspace(ws)).id);
+    while (await claimNext());
+    // C was never served, so it goes first; then A, whose last turn (above) is older than B's.
+    assert.deepEqual(claimed, [jobs.C[0], jobs.A[0], jobs.B[0], jobs.A[1], jobs.B[1], jobs.A[2]]);
+  });
+
   it('concurrent claimers never take the same job', async () => {
     await drain();
     const ids = new Set<string>();

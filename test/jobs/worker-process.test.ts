@@ -35,7 +35,8 @@ describe(`parse-job worker processes (${TEST_DB})`, () => {
     const { databaseUrl, sqlitePath } = database.location;
     dataDir = databaseUrl ? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-workers-')) : path.dirname(sqlitePath);
     // The API in this process without a worker of its own; workers are separate processes.
-    ctx = await createTestContext({ database, dataDir, libreOffice: null });
+    // Sixteen uploads of one workspace at once set up a test below: more than the default share.
+    ctx = await createTestContext({ database, dataDir, libreOffice: null, http: { uploadsPerWorkspace: 16 } });
     headers = bearer(await ctx.key(['documents:read', 'documents:write', 'documents:parse_ai'], 'workers'));
     env = { PATH: process.env.PATH, LOG_LEVEL: 'warn', DATA_DIR: dataDir, JOB_LEASE_MS: '1500', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
   });

@@ -14,13 +14,64 @@ describe('configuration', () => {
       redisUrl: null,
       rateLimitPerMinute: 100,
       maxUploadBytes: 52_428_800,
+      revisionBytesPerWorkspace: 1_073_741_824,
       logLevel: 'info',
       trustProxy: false,
       soffice: 'auto',
       jobLeaseMs: 30_000,
       workerGraceMs: 10_000,
+      detectTimeoutMs: 600_000,
+      detectMaxMemoryMb: 1024,
       ai: null,
+      http: {
+        headersTimeoutMs: 15_000,
+        idleTimeoutMs: 65_000,
+        requestTimeoutMs: 600_000,
+        minBodyBytesPerSecond: 1024,
+        bodyRateGraceMs: 10_000,
+        uploadsPerWorkspace: 4,
+        uploadsTotal: 32,
+      },
+      sqliteBusyWaitMs: 5000,
     });
+  });
+
+  it('reads the limits on slow and numerous clients and the SQLite lock wait, and refuses inconsistent ones', () => {
+    const config = loadConfig({
+      HEADERS_TIMEOUT_MS: '5000',
+      IDLE_TIMEOUT_MS: '30000',
+      REQUEST_TIMEOUT_MS: '120000',
+      MIN_BODY_BYTES_PER_SECOND: '0',
+      BODY_RATE_GRACE_MS: '2000',
+      MAX_UPLOADS_PER_WORKSPACE: '2',
+      MAX_UPLOADS: '8',
+      SQLITE_BUSY_WAIT_MS: '250',
+    });
+    assert.deepEqual(config.http, {
+      headersTimeoutMs: 5000,
+      idleTimeoutMs: 30_000,
+      requestTimeoutMs: 120_000,
+      minBodyBytesPerSecond: 0,
+      bodyRateGraceMs: 2000,
+      uploadsPerWorkspace: 2,
+      uploadsTotal: 8,
+    });
+    assert.equal(config.sqliteBusyWaitMs, 250);
+    const bad: Array<[Record<string, string>, string]> = [
+      [{ HEADERS_TIMEOUT_MS: '500' }, 'HEADERS_TIMEOUT_MS'],
+      [{ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }, 'HEADERS_TIMEOUT_MS'],
+      [{ MIN_BODY_BYTES_PER_SECOND: '1k' }, 'MIN_BODY_BYTES_PER_SECOND'],
+      [{ MAX_UPLOADS_PER_WORKSPACE: '0' }, 'MAX_UPLOADS_PER_WORKSPACE'],
+      [{ MAX_UPLOADS_PER_WORKSPACE: '10', MAX_UPLOADS: '5' }, 'MAX_UPLOADS_PER_WORKSPACE'],
+      [{ SQLITE_BUSY_WAIT_MS: '-1' }, 'SQLITE_BUSY_WAIT_MS'],
+    ];
+    for (const [env, variable] of bad) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(variable),
+        JSON.stringify(env),
+      );
+    }
   });
 
   it('reads every setting', () => {
@@ -37,7 +88,11 @@ describe('configuration', () => {
       SOFFICE_PATH: 'off',
       JOB_LEASE_MS: '5000',
       WORKER_STOP_GRACE_MS: '0',
+      DETECT_TIMEOUT_MS: '60000',
+      DETECT_MAX_MEMORY_MB: '512',
     });
+    assert.equal(config.detectTimeoutMs, 60_000);
+    assert.equal(config.detectMaxMemoryMb, 512);
     assert.equal(config.jobLeaseMs, 5000);
     assert.equal(config.workerGraceMs, 0);
     assert.equal(config.host, '0.0.0.0');

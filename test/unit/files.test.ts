@@ -10,9 +10,11 @@ import { HashLocks } from '../../src/blobs/locks.js';
 import { sweepBlobs } from '../../src/blobs/sweep.js';
 import { inspectDocx } from '../../src/files/docx.js';
 import { UnreadableDocument } from '../../src/files/errors.js';
+import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
 import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
+import { PdfAnalyzer } from '../../src/files/pdf.js';
 import { cleanFilename, contentDisposition } from '../../src/http/routes/documents.js';
-import { makeDocx } from '../helpers/files.js';
+import { corpusFiles, makeDocx } from '../helpers/files.js';
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-unit-'));
@@ -67,6 +69,212 @@ describe('DOCX inspection', () => {
   });
 });
 
+describe('DOCX filter: what the XML means, not its spelling', () => {
+  async function inspect(buffer: Buffer) {
+    const dir = tempDir();
+    const file = path.join(dir, 'x.docx');
+    fs.writeFileSync(file, buffer);
+    try {
+      return await inspectDocx(file);
+    } finally {
+      fs.rmSync(dir, { recursive: true });
+    }
+  }
+  const refused = async (buffer: Promise<Buffer>, message: RegExp) =>
+    assert.rejects(inspect(await buffer), (e: unknown) => e instanceof UnreadableDocument && message.test(e.message), String(message));
+  const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';
+  const xxe = (encoding: string) => `<?xml version="1.0" encoding="${encoding}"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><w:document ${W}><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p></w:body></w:document>`;
+  const utf16be = (text: string) => Buffer.from(text, 'utf16le').swap16();
+  const rels = (attributes: string) =>
+    `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId9" ${attributes}/></Relationships>`;
+  const IMAGE = 'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="http://169.254.169.254/latest/meta-data"';
+
+  it('decides the encoding as XML does: UTF-16 without a byte-order mark is read as UTF-16, and its DTD refused', async () => {
+    await refused(makeDocx({ documentXml: Buffer.from(xxe('UTF-16'), 'utf16le') }), /declares a DTD or entities/);
+    await refused(makeDocx({ documentXml: utf16be(xxe('UTF-16')) }), /declares a DTD or entities/);
+    // Read, not merely refused: a clean UTF-16 document gives its page size.
+    const clean = `<?xml version="1.0" encoding="UTF-16"?><w:document ${W}><w:body><w:sectPr><w:pgSz w:w="11906" w:h="16838"/></w:sectPr></w:body></w:document>`;
+    for (const bytes of [Buffer.from(clean, 'utf16le'), utf16be(clean), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(clean, 'utf16le')])]) {
+      assert.deepEqual((await inspect(await makeDocx({ pages: 2, documentXml: bytes }))).pageSize, { width: 595.3, height: 841.9 });
+    }
+  });
+
+  it('refuses encodings other than UTF-8 and UTF-16, declarations that contradict the bytes, and bytes that are not the declared text', async () => {
+    await refused(makeDocx({ documentXml: Buffer.from([...xxe('UTF-32')].flatMap((c) => [0, 0, 0, c.charCodeAt(0)])) }), /UTF-32/);
+    await refused(makeDocx({ documentXml: `<?xml version="1.0" encoding="ISO-8859-7"?><w:document ${W}/>` }), /declares the encoding ISO-8859-7/);
+    await refused(makeDocx({ documentXml: `<?xml version="1.0" encoding="UTF-16"?><w:document ${W}/>` }), /declares the encoding UTF-16 but is written in UTF-8/);
+    await refused(makeDocx({ documentXml: Buffer.concat([Buffer.from(`<w:document ${W}><w:t>`), Buffer.from([0xc3, 0x28]), Buffer.from('</w:t></w:document>')]) }), /not valid UTF-8/);
+    await refused(makeDocx({ documentXml: Buffer.from(`<w:document ${W}/>`, 'utf16le').subarray(0, 7) }), /not valid UTF-16LE|ends inside/);
+  });
+
+  it('judges relationships by their decoded attribute values', async () => {
+    for (const mode of ['TargetMode="&#69;xternal"', "TargetMode='&#x45;xternal'", 'TargetMode="External "', 'TargetMode="&#x45;&#x78;ternal"', 'TargetMode = "External"']) {
+      await refused(makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: rels(`${IMAGE} ${mode}`) }] }), /links to an external resource/);
+    }
+    // A ">" inside a value ended the old tag match before TargetMode.
+    await refused(makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: rels(`Id2="a>b" ${IMAGE} TargetMode="External"`) }] }), /links to an external resource/);
+    // A relationship type that merely ends in "/hyperlink" is not a hyperlink.
+    await refused(makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: rels('Type="http://evil.example/hyperlink" Target="http://x" TargetMode="External"') }] }), /links to an external resource/);
+    await refused(makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: rels(`${IMAGE} TargetMode="&ext;"`) }] }), /entity "&ext;", which is not defined/);
+    const hyperlink = rels('Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink" Target="https://example.com/?a=1&amp;b=2" TargetMode="&#69;xternal"');
+    assert.deepEqual(await inspect(await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: hyperlink }] })), { pageCount: 1, pageSize: { width: 612, height: 792 } });
+  });
+
+  it('refuses a part whose CRC-32 does not match its bytes', async () => {
+    const marker = 'formsign-crc-check-part';
+    const docx = await makeDocx({ extra: [{ name: 'word/media/note.bin', data: `${marker} original bytes`, compress: false }] });
+    assert.ok(await inspect(docx), 'the intact file is read');
+    const at = docx.indexOf(`${marker} original`);
+    docx.write('O', at + marker.length + 1, 'latin1');
+    await refused(Promise.resolve(docx), /note\.bin is damaged \(its CRC-32 checksum does not match\)/);
+  });
+
+  it('scans in linear time: hostile 1 MB parts complete', { timeout: 60_000 }, async () => {
+    const MB = 1024 * 1024;
+    // The shapes that made the old regular expressions quadratic: tags that never close.
+    const openRelationships = '<Relationships>' + '<Relationship Id="r" '.repeat(MB / 20);
+    const openPageSizes = `<w:document ${W}><w:body>` + '<w:pgSz w:w="1" '.repeat(MB / 16);
+    // Stored uncompressed: so repetitive a part would otherwise be refused as a ZIP bomb before it is scanned.
+    const part = (name: string, data: string) => makeDocx({ extra: [{ name, data, compress: false }] });
+    await refused(part('word/_rels/document.xml.rels', openRelationships), /malformed <Relationship> tag/);
+    await refused(part('word/header1.xml', openPageSizes), /malformed <w:pgSz> tag/);
+    // Well-formed and accepted, scanned to the end: 1 MB of attributes in one tag, 1 MB of references, 1 MB of comment.
+    const attributes = Array.from({ length: MB / 16 }, (_, i) => `a${i.toString(36)}="&#x41;" `).join('');
+    const wide = `<w:hdr ${W}><!--${'-<'.repeat(MB / 4)}--><w:p ${attributes}/><w:t>${'&amp;'.repeat(MB / 5)}</w:t><w:pgSz ${attributes} w:w="12240" w:h="15840"/></w:hdr>`;
+    assert.ok(await inspect(await part('word/header1.xml', wide)));
+    const relationships = `<Relationships>${'<Relationship Id="r" Target="&#x41;&lt;" TargetMode="Internal"/>'.repeat(MB / 64)}</Relationships>`;
+    assert.ok(await inspect(await part('word/_rels/header1.xml.rels', relationships)));
+  });
+});
+
+describe('fair queue', () => {
+  /** A task that runs until `release()` and records when it started. */
+  function gated(log: string[], name: string) {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    return { task: () => (log.push(name), gate), release: () => release() };
+  }
+
+  it('serves the waiting key served longest ago first, whatever order the items arrived in', async () => {
+    const queue = new FairQueue({ perKey: 10, total: 100, retryAfterS: 1 });
+    const log: string[] = [];
+    const tasks = new Map<string, ReturnType<typeof gated>>();
+    const add = (key: string, name: string) => {
+      const t = gated(log, name);
+      tasks.set(name, t);
+      return queue.run(key, t.task);
+    };
+    const all = [add('A', 'A1'), add('A', 'A2'), add('A', 'A3'), add('B', 'B1'), add('C', 'C1'), add('B', 'B2')];
+    // A1 started alone; A2 was queued before B1, but A was served last.
+    for (const name of ['A1', 'B1', 'C1', 'A2', 'B2', 'A3']) {
+      await new Promise((r) => setImmediate(r));
+      tasks.get(name)!.release();
+    }
+    await Promise.all(all);
+    assert.deepEqual(log, ['A1', 'B1', 'C1', 'A2', 'B2', 'A3']);
+  });
+
+  it('refuses past the per-key and total bounds, at once', async () => {
+    const queue = new FairQueue({ perKey: 2, total: 3, retryAfterS: 7 });
+    const never = () => new Promise<void>(() => {});
+    const cleared: Array<Promise<unknown>> = [];
+    const waiting = (key: string) => cleared.push(queue.run(key, never).catch((e: unknown) => e));
+    void queue.run('A', never); // running
+    waiting('A');
+    waiting('A');
+    await assert.rejects(queue.run('A', never), (e: unknown) => e instanceof QueueFull && e.retryAfterS === 7);
+    waiting('B');
+    await assert.rejects(queue.run('C', never), QueueFull, 'three waiting in all');
+    queue.clear(new Error('closing'));
+    assert.deepEqual((await Promise.all(cleared)).map((e) => (e as Error).message), ['closing', 'closing', 'closing']);
+  });
+});
+
+describe('PDF analysis helper', () => {
+  const corpus = corpusFiles();
+  const small = corpus[0]!;
+  const other = corpus[1]!;
+  /** The helper process(es) this test process started to read PDFs. */
+  const helpers = () =>
+    execSync(`pgrep -P ${process.pid} -f pdf-worker || true`, { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
+
+  it("a timeout fails only the file that ran over: the next file is read by a new helper", async () => {
+    const pdf = new PdfAnalyzer({ timeoutMs: 3_000 });
+    try {
+      assert.equal((await pdf.analyse(small.file, 'w')).pageCount, small.pages.length, 'the helper is up');
+      const [helper] = helpers();
+      assert.ok(helper, 'the helper runs');
+      // Frozen, it cannot answer: the first file runs over its time limit while the second waits.
+      process.kill(helper, 'SIGSTOP');
+      const first = pdf.analyse(small.file, 'w');
+      const second = pdf.analyse(other.file, 'w');
+      await assert.rejects(first, (e: unknown) => e instanceof UnreadableDocument && /took longer than 3 s/.test(e.message));
+      const read = await second;
+      assert.equal(read.pageCount, other.pages.length, 'the second, valid file is read');
+      assert.ok(!helpers().includes(helper), 'the frozen helper is gone');
+    } finally {
+      await pdf.close();
+    }
+  });
+
+  it('workspaces take turns: B waits for at most the one file of A being read; a workspace may have 4 files waiting', async () => {
+    const pdf = new PdfAnalyzer({ queue: { perKey: 4, total: 64, retryAfterS: 10 } });
+    try {
+      await pdf.analyse(small.file, 'warm-up');
+      const [helper] = helpers();
+      process.kill(helper!, 'SIGSTOP');
+      const done: string[] = [];
+      const read = (workspace: string, name: string) => pdf.analyse(small.file, workspace).then(() => done.push(name));
+      const a = ['A1', 'A2', 'A3', 'A4', 'A5'].map((name) => read('A', name));
+      await assert.rejects(pdf.analyse(small.file, 'A'), (e: unknown) => e instanceof QueueFull && e.retryAfterS > 0, "A's sixth file: 1 read + 4 waiting");
+      const b = read('B', 'B1');
+      process.kill(helper!, 'SIGCONT');
+      await Promise.all([...a, b]);
+      assert.deepEqual(done, ['A1', 'B1', 'A2', 'A3', 'A4', 'A5']);
+    } finally {
+      await pdf.close();
+    }
+  });
+
+  it('a helper past its memory limit fails that file (422), saying so', async () => {
+    // A limit below what pdf.js needs to start: every file goes over it.
+    const tight = new PdfAnalyzer({ maxRssMb: 20 });
+    try {
+      await assert.rejects(tight.analyse(small.file, 'w'), (e: unknown) => e instanceof UnreadableDocument && /needs more than 20 MB of memory/.test(e.message));
+    } finally {
+      await tight.close();
+    }
+  });
+
+  it('never passes an exception message into the reason: 100,000 nested arrays', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'nested.pdf');
+    const nested = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const objects = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /X ${nested} >>`];
+    let pdfText = '%PDF-1.7\n';
+    const offsets: number[] = [];
+    for (const [i, o] of objects.entries()) {
+      offsets.push(pdfText.length);
+      pdfText += `${i + 1} 0 obj\n${o}\nendobj\n`;
+    }
+    const xref = pdfText.length;
+    pdfText += `xref\n0 4\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size 4 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+    fs.writeFileSync(file, pdfText, 'latin1');
+    const pdf = new PdfAnalyzer();
+    try {
+      await assert.rejects(pdf.analyse(file, 'w'), (e: unknown) => {
+        assert.ok(e instanceof UnreadableDocument);
+        assert.doesNotMatch(e.message, /call stack|Maximum|Error/, e.message);
+        assert.match(e.message, /upload it again/);
+        return true;
+      });
+    } finally {
+      await pdf.close();
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+});
+
 describe('LibreOffice conversion', () => {
   function fakeSoffice(body: string): { bin: string; dir: string } {
     const dir = tempDir();
@@ -81,7 +289,7 @@ describe('LibreOffice conversion', () => {
     const converter = new LibreOfficeConverter(bin, 300);
     const docx = path.join(dir, 'in.docx');
     fs.writeFileSync(docx, 'x');
-    await assert.rejects(converter.convert(docx), /did not convert the DOCX within 0.3 s/);
+    await assert.rejects(converter.convert(docx, "w"), /did not convert the DOCX within 0.3 s/);
     await new Promise((r) => setTimeout(r, 200));
     const left = execSync(`ps -eo args | grep "${marker}" | grep -v grep || true`, { encoding: 'utf8' });
     assert.equal(left.trim(), '', 'no process of the conversion is left');
@@ -95,7 +303,7 @@ describe('LibreOffice conversion', () => {
     const converter = new LibreOfficeConverter(bin, 5000);
     const docx = path.join(dir, 'in.docx');
     fs.writeFileSync(docx, 'x');
-    const results = await Promise.all([converter.convert(docx), converter.convert(docx), converter.convert(docx)]);
+    const results = await Promise.all([converter.convert(docx, "w"), converter.convert(docx, "w"), converter.convert(docx, "w")]);
     assert.equal(results.length, 3);
     assert.deepEqual(fs.readFileSync(log, 'utf8').trim().split('\n'), ['start', 'end', 'start', 'end', 'start', 'end']);
     fs.rmSync(dir, { recursive: true });

@@ -114,6 +114,41 @@ describe('evaluation', () => {
   });
 });
 
+describe('contains on text: each answer folded once per evaluation', () => {
+  it('decides as conditionHolds does for every condition, whatever reads the answer first, hidden sources empty', () => {
+    const texts = ['İstanbul', 'ISTANBUL', 'i̇stanbul', 'Straße', 'STRASSE', 'ΣΟΦΙΑ σοφια', '', '   ', 'acme', 'ACME corp'];
+    const needles = ['i̇', 'İ', 'ist', 'ß', 'ss', 'σοφ', 'ΣΟΦ', 'acme', 'x', ' '];
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ source: fc.nat(2), needle: fc.constantFrom(...needles), negate: fc.boolean() }), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.constantFrom(...texts), { minLength: 3, maxLength: 3 }),
+        fc.boolean(),
+        (conditions, answerTexts, hideFirst) => {
+          // q0..q2 are sources; each condition shows its own target; q0 may be hidden by q9, so
+          // its answer counts as empty in every condition that reads it.
+          const questions = [...[0, 1, 2].map((i) => question(`q${i}`, 'long_text')), ...conditions.map((_, i) => question(`t${i}`)), question('q9', 'yes_no')];
+          const rules = conditions.map((c, i) => rule(`r${i}`, 'show', `t${i}`, [{ sourceQuestionId: `q${c.source}`, operator: c.negate ? 'not_contains' : 'contains', value: c.needle }]));
+          rules.push(rule('h', 'hide', 'q0', [{ sourceQuestionId: 'q9', operator: 'equals', value: true }]));
+          const answers: Record<string, unknown> = { q0: answerTexts[0], q1: answerTexts[1], q2: answerTexts[2], q9: hideFirst };
+          const result = evaluate({ sections: [], questions, rules }, answers);
+          conditions.forEach((c, i) => {
+            const answer = c.source === 0 && hideFirst ? undefined : answers[`q${c.source}`];
+            const expected = conditionHolds('text', c.negate ? 'not_contains' : 'contains', c.needle, answer);
+            assert.equal(result.visibleQuestionIds.includes(`t${i}`), expected, JSON.stringify({ c, answer }));
+          });
+        },
+      ),
+    );
+  });
+
+  it('is String.prototype.toLowerCase on both sides, as before', () => {
+    const before = (answer: string, needle: string) => answer.toLowerCase().includes(needle.toLowerCase());
+    for (const [answer, needle] of [['İSTANBUL', 'i̇stanbul'], ['istanbul', 'İstanbul'], ['STRASSE', 'straße'], ['ΣΟΦΙΑ', 'σοφια'], ['x'.repeat(10_000), 'XX']]) {
+      assert.equal(conditionHolds('text', 'contains', needle, answer), before(answer!, needle!), `${answer!.slice(0, 10)} / ${needle}`);
+    }
+  });
+});
+
 describe('cycles', () => {
   it('finds a loop through rules and through the section holding a source, and names it', () => {
     const direct: LogicForm = {

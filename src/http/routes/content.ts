@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { checkAnswers, type AnswerQuestion } from '../../domain/answers.js';
+import { answerQuestions, checkAnswers, type AnswerQuestions } from '../../domain/answers.js';
+import { ByteLru } from '../../domain/byte-lru.js';
+import { StampedCache } from '../draft-cache.js';
+import { yieldToLoop } from '../../domain/yield.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { compileLogic, evaluateLogic, type CompiledLogic } from '../../domain/logic.js';
 import type { Store } from '../../store/db.js';
@@ -12,6 +15,8 @@ import {
   deleteQuestion,
   deleteRule,
   deleteSection,
+  draftStamp,
+  listContent,
   loadFormWithContent,
   logicOf,
   updateQuestion,
@@ -42,16 +47,21 @@ import { NoQuery } from '../schemas/forms.js';
 const ListQuery = Type.Object(paginationQuery, { additionalProperties: false });
 
 /**
- * Compiled revisions kept for `POST /evaluate` with `version` (most recently used last), up to
- * about this many bytes of snapshot text (the objects kept are of the same order).
+ * Compiled forms kept for `POST /evaluate`, per server, each cache up to about this many bytes of
+ * the JSON they were compiled from (the objects kept are of the same order): revisions (which
+ * never change) by id, drafts by form id with the stamp of the draft they were compiled from.
  */
-const COMPILED_REVISIONS_BYTES = 32 * 1024 * 1024;
-const compiledRevisions = new Map<string, { questions: AnswerQuestion[]; logic: CompiledLogic; bytes: number }>();
-let compiledBytes = 0;
+const COMPILED_FORMS_BYTES = 64 * 1024 * 1024;
 
+interface Compiled {
+  questions: AnswerQuestions;
+  logic: CompiledLogic;
+}
 
 /** Questions, sections and rules of forms, and evaluation of the show/hide logic. */
 export function contentRoutes(app: FastifyInstance, store: Store): void {
+  const revisions = new ByteLru<Compiled>(COMPILED_FORMS_BYTES);
+  const drafts = new StampedCache<Compiled>(COMPILED_FORMS_BYTES);
   const read = { grants: ['forms:read' as const] };
   const write = { grants: ['forms:write' as const], opaqueKeys: ['options', 'value'] };
 
@@ -68,10 +78,9 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
         const page = applyPagination(request.query);
         const workspaceId = workspaceOf(request);
         const formId = pathId('Form', request.params.id);
-        const found = await loadFormWithContent(store, workspaceId, formId);
+        const found = await listContent(store.db, workspaceId, formId, path, page);
         if (!found) throw notFound('Form');
-        const items: unknown[] = found.content[path];
-        return listEnvelope(items.slice(page.offset, page.offset + page.limit), items.length, page);
+        return listEnvelope(found.items, found.total, page);
       },
     });
   }
@@ -180,29 +189,33 @@ export function contentRoutes(app: FastifyInstance, store: Store): void {
         // A revision never changes: its questions and compiled logic are kept after the first use.
         const known = Number.isInteger(version) && version >= 1 && version <= 2_147_483_647;
         const revisionId = await findFormRevision(store.db, workspaceId, formId, known ? version : null);
-        let prepared = compiledRevisions.get(revisionId);
-        if (prepared) {
-          compiledRevisions.delete(revisionId); // most recently used last
-        } else {
+        let prepared = revisions.get(revisionId);
+        if (!prepared) {
           // Gone since the line above (the form deleted for good meanwhile): as if never there.
           const snapshot = await formSnapshotOf(store.db, revisionId);
           if (!snapshot) throw notFound('Revision');
-          prepared = { questions: snapshot.value.questions, logic: compileLogic(logicOf(snapshot.value)), bytes: snapshot.bytes };
-          compiledBytes += prepared.bytes;
-          for (const [id, old] of compiledRevisions) {
-            if (compiledBytes <= COMPILED_REVISIONS_BYTES) break;
-            compiledRevisions.delete(id);
-            compiledBytes -= old.bytes;
-          }
+          await yieldToLoop();
+          prepared = { questions: answerQuestions(snapshot.value.questions), logic: compileLogic(logicOf(snapshot.value)) };
+          revisions.set(revisionId, prepared, snapshot.bytes);
         }
-        compiledRevisions.set(revisionId, prepared);
         checkAnswers(prepared.questions, answers);
         return { success: true, data: evaluateLogic(prepared.logic, answers) };
       }
-      const found = await loadFormWithContent(store, workspaceId, formId);
-      if (!found) throw notFound('Form');
-      checkAnswers(found.content.questions, answers);
-      return { success: true, data: evaluateLogic(compileLogic(logicOf(found.content)), answers) };
+      // The draft: compiled again only when its stamp moved (any change of it, through any server,
+      // moves the stamp forward in the same transaction); the stamp kept is the one read with the
+      // content, in one statement, so an entry never pairs a newer stamp with older content.
+      const stamp = await draftStamp(store.db, workspaceId, formId);
+      if (stamp === undefined) throw notFound('Form');
+      const prepared = await drafts.get(formId, stamp, async () => {
+        const found = await loadFormWithContent(store, workspaceId, formId);
+        if (!found) return undefined;
+        await yieldToLoop();
+        const value = { questions: answerQuestions(found.content.questions), logic: compileLogic(logicOf(found.content)) };
+        return { value, stamp: found.form.updated_at, bytes: found.bytes };
+      });
+      if (!prepared) throw notFound('Form');
+      checkAnswers(prepared.value.questions, answers);
+      return { success: true, data: evaluateLogic(prepared.value.logic, answers) };
     },
   });
 }

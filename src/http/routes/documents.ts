@@ -10,10 +10,12 @@ import { AppError, invalid } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { analyzeUpload, MIME, UnsupportedFileType, type AnalyzeDeps } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
-import { cleanup as cleanupRendition, ConverterBusy } from '../../files/libreoffice.js';
-import { withBlobLock } from '../../store/blob-locks.js';
+import { QueueFull } from '../../files/fair-queue.js';
+import { cleanup as cleanupRendition } from '../../files/libreoffice.js';
+import { removeUnreferencedBlobs, withCommittedBlobs } from '../../store/blob-locks.js';
 import type { Store } from '../../store/db.js';
 import { pathId } from '../params.js';
+import type { UploadSlots } from '../slow-clients.js';
 import {
   deleteDocument,
   getDocumentRow,
@@ -21,7 +23,6 @@ import {
   listDocuments,
   listFields,
   toDocument,
-  unreferenced,
   updateDocument,
 } from '../../store/documents.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
@@ -34,6 +35,9 @@ export interface DocumentRouteDeps extends AnalyzeDeps {
   store: Store;
   blobs: BlobStore;
   maxUploadBytes: number;
+  /** Bytes of revision snapshots one workspace may store (see `PublishOptions.budgetBytes`). */
+  revisionBytesPerWorkspace?: number;
+  uploads: UploadSlots;
 }
 
 
@@ -111,12 +115,16 @@ function asUploadError(error: unknown, maxBytes: number): unknown {
     return new AppError('unsupported_file_type', 'Only PDF (starting with %PDF-) and DOCX (a ZIP holding word/document.xml) files are accepted; the type is read from the bytes, not the name.');
   }
   if (error instanceof UnreadableDocument) return new AppError('unreadable_document', `The document cannot be read: ${error.message}.`);
-  if (error instanceof ConverterBusy) return new AppError('unavailable', error.message);
+  if (error instanceof QueueFull) {
+    return new AppError('unavailable', `The service is busy reading uploads (${error.message}); send this one again in ${error.retryAfterS} s.`, {
+      'retry-after': String(error.retryAfterS),
+    });
+  }
   const { code, message } = error as { code?: string; message?: string };
   if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(maxBytes);
   // busboy's words for a body that is not well-formed multipart.
   if (typeof message === 'string' && /^(Multipart: |Unexpected end of (multipart data|form|file)|Malformed part header|Part terminated early|Unsupported Content-Type|Boundary required)/.test(message)) {
-    return new AppError('validation_failed', `The multipart body is malformed (${message}).`);
+    return new AppError('validation_failed', 'The multipart body is malformed: send multipart/form-data with a boundary and a complete part named "file".');
   }
   return error;
 }
@@ -166,12 +174,16 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
         throw new AppError('unsupported_media_type', 'Upload the document as multipart/form-data with a part named "file".');
       }
       const workspaceId = workspaceOf(request);
+      let release: (() => void) | null = null;
       try {
+        release = deps.uploads.acquire(workspaceId);
         return await storeUpload(request, reply, workspaceId);
       } catch (error) {
         // The rest of a refused upload is not read: the connection cannot be used again.
         reply.header('connection', 'close');
         throw asUploadError(error, deps.maxUploadBytes);
+      } finally {
+        release?.();
       }
     },
   });
@@ -183,12 +195,13 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     try {
       const upload = await receive(request, temp, deps.maxUploadBytes);
       const title = checkTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
-      const analysis = await analyzeUpload(temp.path, deps);
+      const analysis = await analyzeUpload(temp.path, deps, workspaceId);
       renditionPath = analysis.renditionPath;
       if (renditionPath) rendition = await copyIntoTemp(blobs, renditionPath);
 
-      // Files first, then the row, in one section that owns these hashes: a crash in between
-      // leaves only unreferenced blobs, which the start-up sweep removes; never a row without its file.
+      // Files first, then the row, in one section that owns these hashes (the database's write
+      // lock is taken only for the row): a crash in between leaves only unreferenced blobs, which
+      // the sweeps remove; never a row without its file.
       const hashes = rendition ? [upload.sha256, rendition.sha256] : [upload.sha256];
       const now = new Date().toISOString();
       const row = {
@@ -213,11 +226,15 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
       };
       let document;
       try {
-        document = await withBlobLock(store, hashes, async (trx) => {
-          await blobs.commit(temp, upload.sha256);
-          if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
-          return insertDocument(trx, row);
-        });
+        document = await withCommittedBlobs(
+          store,
+          hashes,
+          async () => {
+            await blobs.commit(temp, upload.sha256);
+            if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
+          },
+          (trx) => insertDocument(trx, row),
+        );
       } catch (error) {
         await removeUnreferenced(hashes).catch(() => {});
         throw error;
@@ -233,10 +250,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
 
   /** Removes the blobs among `hashes` that no row refers to any more. */
   async function removeUnreferenced(hashes: string[]): Promise<void> {
-    if (hashes.length === 0) return;
-    await withBlobLock(store, hashes, async (trx) => {
-      for (const hash of await unreferenced(trx, hashes)) await blobs.delete(hash);
-    });
+    await removeUnreferencedBlobs(store, blobs, hashes);
   }
 
   app.get<{ Querystring: Static<typeof ListDocumentsQuery> }>('/api/v1/documents', {
@@ -287,7 +301,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
       const document = await updateDocument(store, workspaceOf(request), id, {
         title: checkTitle(request.body.title),
         status: request.body.status,
-      }, keyIdOf(request));
+      }, { keyId: keyIdOf(request), budgetBytes: deps.revisionBytesPerWorkspace });
       return { success: true, data: document };
     },
   });

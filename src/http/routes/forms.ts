@@ -3,7 +3,10 @@ import type { Static } from 'typebox';
 import { invalid, notFound } from '../../domain/errors.js';
 import type { Store } from '../../store/db.js';
 import { pathId } from '../params.js';
-import { loadFormWithContent } from '../../store/form-content.js';
+import { contentJson, liveFormRow, loadFormWithContent } from '../../store/form-content.js';
+import type { FormRow } from '../../store/schema.js';
+import { StampedCache } from '../draft-cache.js';
+import { yieldToLoop } from '../../domain/yield.js';
 import { createForm, deleteForm, listForms, toForm, updateForm } from '../../store/forms.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
@@ -30,8 +33,13 @@ function checkTitle(title: string | undefined): string | undefined {
 }
 
 
-export function formRoutes(app: FastifyInstance, store: Store): void {
+/** Bytes of form content kept as JSON for `GET /forms/{id}`, per server. */
+const CONTENT_CACHE_BYTES = 64 * 1024 * 1024;
+const CLOSE = Buffer.from('}}');
+
+export function formRoutes(app: FastifyInstance, store: Store, budgetBytes?: number): void {
   const tags = ['Forms'];
+  const contents = new StampedCache<{ json: Buffer; questionCount: number; row: FormRow }>(CONTENT_CACHE_BYTES);
 
   app.get<{ Querystring: Static<typeof ListFormsQuery> }>('/api/v1/forms', {
     config: { grants: ['forms:read'] },
@@ -58,11 +66,29 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
   app.get<{ Params: Static<typeof IdParams> }>('/api/v1/forms/:id', {
     config: { grants: ['forms:read'] },
     schema: { tags, summary: 'Get a form with its sections, questions and rules', params: IdParams, querystring: NoQuery, response: responses(200, Ok(FormWithContent)) },
-    handler: async (request) => {
-      // The form and its content in one statement: one consistent state, never half of a change.
-      const found = await loadFormWithContent(store, workspaceOf(request), pathId('Form', request.params.id));
-      if (!found) throw notFound('Form');
-      return { success: true, data: { ...toForm(found.form, found.questionCount), ...found.content } };
+    handler: async (request, reply) => {
+      const workspaceId = workspaceOf(request);
+      const id = pathId('Form', request.params.id);
+      const row = await liveFormRow(store.db, workspaceId, id);
+      if (!row) throw notFound('Form');
+      // The content as JSON, made once per version of the draft (its stamp) and spliced in: a
+      // large form is not loaded, parsed and serialised again on every read. It was read with its
+      // form row in one statement (one consistent state, never half of a change); should a change
+      // have committed since `row` was read, that newer row goes with it.
+      const content = await contents.get(id, row.updated_at, async () => {
+        const found = await loadFormWithContent(store, workspaceId, id);
+        if (!found) return undefined;
+        await yieldToLoop();
+        // Encoded once: each read then copies bytes, however large the form.
+        const json = Buffer.from(contentJson(found.content));
+        return { value: { json, questionCount: found.questionCount, row: found.form }, stamp: found.form.updated_at, bytes: json.length };
+      });
+      if (!content) throw notFound('Form');
+      const current = content.stamp === row.updated_at ? row : content.value.row;
+      const head = JSON.stringify({ success: true, data: toForm(current, content.value.questionCount) });
+      // `head` ends with `}}`: the content goes in as the last keys of `data`.
+      const body = Buffer.concat([Buffer.from(`${head.slice(0, -2)},`), content.value.json, CLOSE]);
+      return reply.type('application/json; charset=utf-8').send(body);
     },
   });
 
@@ -80,7 +106,7 @@ export function formRoutes(app: FastifyInstance, store: Store): void {
       const id = pathId('Form', request.params.id);
       const body = request.body;
       checkSettings(body.settings);
-      const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) }, keyIdOf(request));
+      const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) }, { keyId: keyIdOf(request), budgetBytes });
       return { success: true, data: form };
     },
   });

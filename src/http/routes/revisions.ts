@@ -32,7 +32,7 @@ function summaryOf(body: Static<typeof PublishBody> | undefined): string | null 
  * Publishing (`POST /forms/{id}/publish`, `POST /documents/{id}/publish`) and reading revisions
  * back (`GET …/revisions`, `GET …/revisions/{version}`).
  */
-export function revisionRoutes(app: FastifyInstance, store: Store): void {
+export function revisionRoutes(app: FastifyInstance, store: Store, budgetBytes?: number): void {
   const kinds = [
     { kind: 'form', path: 'forms', label: 'Form', tag: 'Forms', grant: 'forms:write', publish: publishForm, Published: PublishedForm, Revision: FormRevision, WithSnapshot: FormRevisionWithSnapshot },
     { kind: 'document', path: 'documents', label: 'Document', tag: 'Documents', grant: 'documents:write', publish: publishDocument, Published: PublishedDocument, Revision: DocumentRevision, WithSnapshot: DocumentRevisionWithSnapshot },
@@ -44,7 +44,7 @@ export function revisionRoutes(app: FastifyInstance, store: Store): void {
       schema: { tags: [tag], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(Published), { location: 'The new revision' }) },
       handler: async (request, reply) => {
         const id = pathId(label, request.params.id);
-        const published = await publish(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body) });
+        const published = await publish(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body), budgetBytes });
         reply.code(201).header('location', `/api/v1/${path}/${id}/revisions/${published.revision.version}`);
         return { success: true, data: published };
       },

@@ -1,0 +1,228 @@
+/**
+ * Attacks of issue 14 on files and jobs (#3, #5, #6), each under the prober of stall-lib.ts
+ * (worst latency of /healthz and of workspace B's read, the server's RSS):
+ *
+ * - #3 DOCX scanning: four DOCX at once whose relationships never close a tag (the shape that
+ *   made the old regular expressions quadratic), then four well-formed DOCX with a 48 MB
+ *   document.xml each (scanned to the end).
+ * - #5 PDFs whose one content stream inflates to 1 GiB and to 3 GiB, as parse jobs: the job must
+ *   fail (`unreadable_document`) with the server's RSS ≤ idle + 512 MB; the detection process's
+ *   own peak is reported beside it.
+ * - #6 fairness: workspace A queues three 1,000-page parse jobs, then B one 1-page job; A uploads
+ *   four 10,000-page PDFs at once, then B a 1-page PDF. B's wait is reported in units of A's items
+ *   (goal: at most one).
+ *
+ *   npm run build && node --import tsx bench/stall-files.ts      (FORMSIGN_TEST_DB=postgres for PostgreSQL)
+ */
+import fs from 'node:fs';
+import { inflatingPdf, makeDocx, makePdf } from '../test/helpers/files.js';
+import { printReport, rssOf, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function upload(server: StallServer, key: string, name: string, data: Buffer): Promise<{ status: number; body: { data?: { id: string }; code?: string; hint?: string } }> {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.length)]), name);
+  const res = await fetch(`${server.base}/api/v1/documents`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  return { status: res.status, body: (await res.json()) as { data?: { id: string } } };
+}
+
+interface Job {
+  id: string;
+  status: string;
+  error: { code: string; message: string } | null;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+}
+
+async function startJob(server: StallServer, key: string, documentId: string): Promise<Job> {
+  const res = await fetch(`${server.base}/api/v1/documents/${documentId}/parse-jobs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ applyMode: 'preview' }),
+  });
+  if (res.status !== 202) throw new Error(`parse job: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { data: Job }).data;
+}
+
+async function finished(server: StallServer, key: string, documentId: string, jobId: string): Promise<Job> {
+  for (;;) {
+    const res = await fetch(`${server.base}/api/v1/documents/${documentId}/parse-jobs/${jobId}`, { headers: { authorization: `Bearer ${key}` } });
+    const job = ((await res.json()) as { data: Job }).data;
+    if (job.status === 'completed' || job.status === 'failed') return job;
+    await sleep(200);
+  }
+}
+
+/** The peak RSS of the server's detection processes while `work` runs. */
+async function detectionPeak<T>(server: StallServer, work: () => Promise<T>): Promise<{ value: T; peak: number }> {
+  let peak = 0;
+  const children = () => {
+    try {
+      return fs.readdirSync(`/proc/${server.pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${server.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    } catch {
+      return [];
+    }
+  };
+  const timer = setInterval(() => {
+    for (const pid of children()) {
+      let cmdline = '';
+      try {
+        cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        continue;
+      }
+      if (cmdline.includes('detect/thread')) peak = Math.max(peak, rssOf(pid));
+    }
+  }, 20);
+  try {
+    return { value: await work(), peak };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+const MB = 1024 * 1024;
+const mb = (bytes: number) => `${Math.round(bytes / MB)} MB`;
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** A DOCX with a document.xml of about `bytes` of ordinary paragraphs (varied words, so that it compresses as text does). */
+async function bigDocx(bytes: number): Promise<Buffer> {
+  const words = ['agreement', 'party', 'signature', 'date', 'clause', 'shall', 'hereby', 'the', 'of', 'and', 'terms', 'payment', 'notice', 'witness'];
+  const paragraphs: string[] = [];
+  let size = 0;
+  let seed = 1;
+  while (size < bytes) {
+    let text = '';
+    for (let i = 0; i < 40; i++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      text += `${words[seed % words.length]}${seed % 97} `;
+    }
+    const p = `<w:p><w:pPr><w:spacing w:after="120"/></w:pPr><w:r><w:rPr><w:sz w:val="22"/></w:rPr><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
+    paragraphs.push(p);
+    size += p.length;
+  }
+  return makeDocx({
+    documentXml: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraphs.join('')}<w:sectPr><w:pgSz w:w="12240" w:h="15840"/></w:sectPr></w:body></w:document>`,
+  });
+}
+
+console.log('making the attack files…');
+const openTags = await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<Relationships>' + '<Relationship Id="r" '.repeat(50_000), compress: false }] });
+const wideDocx = await bigDocx(48 * MB);
+const inflating = { 1: await inflatingPdf(1024 ** 3), 3: await inflatingPdf(3 * 1024 ** 3) };
+const onePage = await makePdf([{ width: 612, height: 792 }]);
+const thousandPages = await makePdf(Array.from({ length: 1_000 }, () => ({ width: 612, height: 792 })));
+const tenThousandPages = await makePdf(Array.from({ length: 10_000 }, () => ({ width: 612, height: 792 })));
+console.log(`DOCX: open tags ${openTags.length} B, wide ${mb(wideDocx.length)}; inflating PDFs ${inflating[1].length} B and ${inflating[3].length} B; 1,000 pages ${mb(thousandPages.length)}; 10,000 pages ${mb(tenThousandPages.length)}`);
+
+/** `BENCH_ONLY=<regex>` runs only the attacks whose name matches (the baseline always runs). */
+const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
+const server = await startServer();
+const rows: AttackRow[] = [];
+/**
+ * `underAttack`, with how long the server process waited for a CPU (run-queue time in
+ * /proc/<pid>/schedstat) and how much CPU it used: on a shared machine a probe's worst latency is
+ * often the server waiting for a core, not its event loop being blocked.
+ */
+const schedstat = (pid: number) => fs.readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number) as [number, number, number];
+const attack: typeof underAttack = async (srv, name, run, options) => {
+  if (only && !only.test(name) && !name.startsWith('baseline')) return null as unknown as AttackRow;
+  return underAttack(
+    srv,
+    name,
+    async () => {
+      const [cpu0, wait0] = schedstat(srv.pid);
+      const result = await run();
+      const [cpu1, wait1] = schedstat(srv.pid);
+      const note = `; the server used ${((cpu1 - cpu0) / 1e6).toFixed(0)} ms of CPU and waited ${((wait1 - wait0) / 1e6).toFixed(0)} ms for one`;
+      return typeof result === 'string' ? result + note : { ...result, outcome: result.outcome + note };
+    },
+    options,
+  );
+};
+try {
+  rows.push(await attack(server, 'baseline: no attack (3 s)', async () => (await sleep(3_000), 'idle')));
+
+  rows.push(
+    await attack(server, '#3 4 DOCX at once, relationships never closing a tag (1 MB part)', async () => {
+      const started = performance.now();
+      const results = await Promise.all([1, 2, 3, 4].map((i) => upload(server, server.keyA, `open-${i}.docx`, openTags)));
+      const codes = results.map((r) => `${r.status} ${r.body.code ?? ''}`.trim());
+      return { outcome: `answers ${codes.join(', ')} in ${s(performance.now() - started)}`, ok: results.every((r) => r.status === 422) };
+    }),
+  );
+
+  rows.push(
+    await attack(server, '#3 4 DOCX at once, 48 MB document.xml each (scanned to the end)', async () => {
+      const started = performance.now();
+      const results = await Promise.all([1, 2, 3, 4].map((i) => upload(server, server.keyA, `wide-${i}.docx`, wideDocx)));
+      return { outcome: `answers ${results.map((r) => r.status).join(', ')} in ${s(performance.now() - started)} (${mb(4 * 48 * MB)} of XML scanned)`, ok: results.every((r) => r.status === 201) };
+    }),
+  );
+
+  for (const gib of [1, 3] as const) {
+    rows.push(
+      await attack(server, `#5 parse job on a ${(inflating[gib].length / MB).toFixed(1)} MB PDF inflating to ${gib} GiB`, async () => {
+        const started = performance.now();
+        const up = await upload(server, server.keyA, `inflating-${gib}.pdf`, inflating[gib]);
+        if (up.status !== 201) return { outcome: `upload answered ${up.status}`, ok: false };
+        const id = up.body.data!.id;
+        const { value: job, peak } = await detectionPeak(server, async () => finished(server, server.keyA, id, (await startJob(server, server.keyA, id)).id));
+        return {
+          outcome: `job ${job.status} (${job.error?.code}: ${job.error?.message}) after ${s(performance.now() - started)}; the detection process peaked at ${mb(peak)} before it was stopped`,
+          ok: job.status === 'failed' && job.error?.code === 'unreadable_document',
+        };
+      }),
+    );
+  }
+
+  rows.push(
+    await attack(server, '#6 parse queue: A queues 3 × 1,000-page jobs, then B a 1-page job', async () => {
+      const a = await upload(server, server.keyA, 'a-1000.pdf', thousandPages);
+      const b = await upload(server, server.keyB, 'b-1.pdf', onePage);
+      if (a.status !== 201 || b.status !== 201) return { outcome: `uploads answered ${a.status}, ${b.status}`, ok: false };
+      const aJobs = [];
+      for (let i = 0; i < 3; i++) aJobs.push(await startJob(server, server.keyA, a.body.data!.id));
+      await sleep(500);
+      const bJob = await startJob(server, server.keyB, b.body.data!.id);
+      const doneA = await Promise.all(aJobs.map((j) => finished(server, server.keyA, a.body.data!.id, j.id)));
+      const doneB = await finished(server, server.keyB, b.body.data!.id, bJob.id);
+      const t = (iso: string | null) => Date.parse(iso!);
+      // B waited for the A jobs that completed after B was queued and before B started.
+      const passedB = doneA.filter((j) => t(j.completedAt) > t(doneB.createdAt) && t(j.completedAt) <= t(doneB.startedAt!)).length;
+      const aItem = doneA.reduce((n, j) => n + t(j.completedAt) - t(j.startedAt), 0) / doneA.length;
+      const bWait = t(doneB.startedAt) - t(doneB.createdAt);
+      return {
+        outcome: `A's jobs took ${s(aItem)} each; B's job waited ${s(bWait)} = ${(bWait / aItem).toFixed(2)} of A's items, for ${passedB} of A's jobs to finish (oldest first: all 3), and ran ${s(t(doneB.completedAt) - t(doneB.startedAt))}`,
+        ok: [...doneA, doneB].every((j) => j.status === 'completed') && passedB <= 1,
+      };
+    }),
+  );
+
+  rows.push(
+    await attack(server, '#6 upload analysis: A uploads 4 × 10,000-page PDFs at once, then B a 1-page PDF', async () => {
+      const started = performance.now();
+      const aDone: number[] = [];
+      const aUploads = [1, 2, 3, 4].map((i) => upload(server, server.keyA, `a-10k-${i}.pdf`, tenThousandPages).then((r) => (aDone.push(performance.now() - started), r)));
+      await sleep(1_000);
+      const bStarted = performance.now();
+      const b = await upload(server, server.keyB, 'b-1.pdf', onePage);
+      const bMs = performance.now() - bStarted;
+      const aResults = await Promise.all(aUploads);
+      const bDone = bStarted + bMs - started;
+      // B waited for the A files whose reading ended while B's upload was open.
+      const passedB = aDone.filter((t) => t > bStarted - started && t < bDone).length;
+      const items = aDone.map((t, i) => t - (i === 0 ? 0 : aDone[i - 1]!)).slice(1);
+      const aItem = items.reduce((n, x) => n + x, 0) / items.length;
+      return {
+        outcome: `A's files took ${s(aItem)} each to read (all 4 done at ${s(aDone[3]!)}); B's upload answered ${b.status} after ${s(bMs)} = ${(bMs / aItem).toFixed(2)} of A's items, waiting for ${passedB} of A's files (oldest first: all 4)`,
+        ok: b.status === 201 && aResults.every((r) => r.status === 201) && passedB <= 1,
+      };
+    }),
+  );
+} finally {
+  await server.stop();
+}
+process.exitCode = printReport(rows.filter(Boolean), `issue 14 #3 #5 #6: files and jobs`) ? 0 : 1;

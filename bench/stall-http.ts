@@ -1,0 +1,199 @@
+/**
+ * Attacks on the HTTP layer and the database lock (issue 14, items 4 and 8), each run against a
+ * fresh built server while bench/stall-lib.ts's prober times `GET /healthz` and workspace B's
+ * authenticated read and samples the server's RSS:
+ *
+ * - 4: another process holds SQLite's write lock (`BEGIN IMMEDIATE`, as `formsign keys create`
+ *   or a backup would) for 7 s while A sends 20 writes. SQLite only (PostgreSQL has no file
+ *   lock; its outage answers are tested in test/api/database-unavailable.test.ts).
+ * - 8: 400 slow-loris uploads by A, 1 byte per second after the headers, for 20 s (connections
+ *   opened at 200 per second).
+ * - 8b: 400 connections sending their headers 1 byte per second, for 20 s.
+ * - 8c: 400 slow-loris uploads spread over 100 workspaces (4 each: every one within its
+ *   workspace's share), for 20 s.
+ * (Item 13, immediate revocation, is no attack: its cost is in bench:http.)
+ *
+ *   npm run build && node --import tsx bench/stall-http.ts
+ *   FORMSIGN_TEST_DB=postgres node --import tsx bench/stall-http.ts
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { createStore } from '../src/store/db.js';
+import { createKey } from '../src/store/keys.js';
+import { BENCH_DB, printReport, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
+
+const SOCKETS = Number(process.env.BENCH_SOCKETS ?? 400);
+const ATTACK_SECONDS = Number(process.env.BENCH_ATTACK_SECONDS ?? 20);
+/**
+ * Connections opened per second, as a slow-loris does: its point is to hold many connections
+ * cheaply, not to open them all in one instant (a flood of requests, which the rate limit meets).
+ */
+const RAMP_PER_SECOND = Number(process.env.BENCH_RAMP_PER_SECOND ?? 200);
+
+/** Another process holding SQLite's write lock for `ms`; `released` resolves when it has let go. */
+async function holdSqliteLock(file: string, ms: number): Promise<{ released: Promise<void> }> {
+  const script = `
+    const db = new (require('better-sqlite3'))(process.argv[1]);
+    db.prepare('begin immediate').run();
+    process.stdout.write('locked\\n');
+    setTimeout(() => { db.prepare('commit').run(); db.close(); }, Number(process.argv[2]));`;
+  const child = spawn(process.execPath, ['-e', script, file, String(ms)], { stdio: ['ignore', 'pipe', 'inherit'], cwd: path.resolve(import.meta.dirname, '..') });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+  });
+  return { released: new Promise((resolve) => child.once('exit', () => resolve())) };
+}
+
+async function lockedWrites(server: StallServer): Promise<{ outcome: string; ok: boolean }> {
+  const { released } = await holdSqliteLock(path.join(server.dataDir, 'formsign.sqlite'), 7000);
+  const statuses: number[] = [];
+  const started = performance.now();
+  const writes = Array.from({ length: 20 }, async (_, i) => {
+    await new Promise((r) => setTimeout(r, i * 300));
+    const res = await fetch(`${server.base}/api/v1/forms`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.keyA}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: `Write ${i}` }),
+    });
+    await res.arrayBuffer();
+    statuses.push(res.status);
+    return res.headers.get('retry-after');
+  });
+  const retryAfter = await Promise.all(writes);
+  await released;
+  const count = (s: number) => statuses.filter((x) => x === s).length;
+  const ok = statuses.every((s) => s === 201 || s === 503) && statuses.filter((s) => s === 503).length === retryAfter.filter(Boolean).length;
+  return {
+    outcome: `lock held 7 s by another process; 20 writes: ${count(503)} × 503 unavailable (with Retry-After), ${count(201)} × 201 once the lock was free, others ${statuses.length - count(503) - count(201)}; ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    ok,
+  };
+}
+
+interface SocketTally {
+  answered: Map<number, number>;
+  closedWithoutAnswer: number;
+  openAtEnd: number;
+  firstCloseMs: number[];
+}
+
+/**
+ * A socket that sends `head` (byte by byte when it holds no blank line: a headers slow-loris),
+ * then one byte a second; resolves with what the server answered when the connection closes.
+ */
+function slowSocket(port: number, head: string, sockets: net.Socket[]): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    sockets.push(socket);
+    let received = '';
+    let timer: NodeJS.Timeout | null = null;
+    socket.on('error', () => {});
+    socket.on('data', (d) => (received += d.toString('latin1')));
+    socket.on('connect', () => {
+      const bytes = head.includes('\r\n\r\n') ? [head] : [...head];
+      let i = 0;
+      const drip = () => {
+        if (!socket.destroyed) socket.write(i < bytes.length ? bytes[i]! : 'x');
+        i++;
+      };
+      drip();
+      timer = setInterval(drip, 1000);
+    });
+    socket.on('close', () => {
+      if (timer) clearInterval(timer);
+      resolve(received);
+    });
+  });
+}
+
+/** One slow socket per head, opened at RAMP_PER_SECOND, for ATTACK_SECONDS at most. */
+async function slowSockets(server: StallServer, heads: string[], tmpDir: string | null): Promise<{ tally: SocketTally; tempPeak: number; tempAfter: number }> {
+  const tally: SocketTally = { answered: new Map(), closedWithoutAnswer: 0, openAtEnd: 0, firstCloseMs: [] };
+  const sockets: net.Socket[] = [];
+  const started = performance.now();
+  let tempPeak = 0;
+  const tempCount = () => (tmpDir && fs.existsSync(tmpDir) ? fs.readdirSync(tmpDir).length : 0);
+  const closed = heads.map(async (head, n) => {
+    await new Promise((r) => setTimeout(r, (n * 1000) / RAMP_PER_SECOND));
+    const received = await slowSocket(server.port, head, sockets);
+    const status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1];
+    if (status) tally.answered.set(Number(status), (tally.answered.get(Number(status)) ?? 0) + 1);
+    else tally.closedWithoutAnswer++;
+    tally.firstCloseMs.push(performance.now() - started);
+  });
+  const sampler = setInterval(() => (tempPeak = Math.max(tempPeak, tempCount())), 200);
+  await Promise.race([Promise.all(closed), new Promise((r) => setTimeout(r, ATTACK_SECONDS * 1000))]);
+  clearInterval(sampler);
+  tally.openAtEnd = sockets.filter((s) => !s.destroyed).length;
+  for (const socket of sockets) socket.destroy();
+  await Promise.all(closed);
+  await new Promise((r) => setTimeout(r, 500));
+  return { tally, tempPeak, tempAfter: tempCount() };
+}
+
+function uploadHead(key: string): string {
+  const boundary = 'slowlorisboundary';
+  return (
+    `POST /api/v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+    `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 10000000\r\n\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7\n`
+  );
+}
+
+function describeTally(result: Awaited<ReturnType<typeof slowSockets>>): string {
+  const { tally } = result;
+  const answers = [...tally.answered].sort(([a], [b]) => a - b).map(([status, n]) => `${n} × ${status}`).join(', ');
+  const closes = tally.firstCloseMs.sort((a, b) => a - b);
+  const last = closes.length ? (closes[closes.length - 1]! / 1000).toFixed(1) : '—';
+  return `${SOCKETS} sockets: answered ${answers || 'none'}; closed without an answer ${tally.closedWithoutAnswer}; still open after ${ATTACK_SECONDS} s: ${tally.openAtEnd}; last closed by the server at ${last} s; temporary files: peak ${result.tempPeak}, after ${result.tempAfter}`;
+}
+
+async function main(): Promise<void> {
+  const rows: AttackRow[] = [];
+  const run = async (name: string, attack: (server: StallServer) => Promise<string | { outcome: string; ok: boolean }>) => {
+    const server = await startServer();
+    try {
+      rows.push(await underAttack(server, name, () => attack(server)));
+      console.log(`  done: ${name}`);
+    } finally {
+      await server.stop();
+    }
+  };
+
+  // The same probes with no attack: the machine's own noise, for comparison.
+  await run('idle (no attack, 10 s)', async () => {
+    await new Promise((r) => setTimeout(r, 10_000));
+    return 'nothing sent but the probes';
+  });
+  if (BENCH_DB === 'sqlite') await run('4 SQLite write lock held 7 s by another process', lockedWrites);
+
+  await run(`8 ${SOCKETS} slow-loris uploads (1 byte/s), one workspace`, async (server) => {
+    const result = await slowSockets(server, Array.from({ length: SOCKETS }, () => uploadHead(server.keyA)), path.join(server.dataDir, 'tmp'));
+    return { outcome: describeTally(result), ok: result.tally.openAtEnd === 0 && result.tempAfter === 0 };
+  });
+
+  await run(`8b ${SOCKETS} slow-loris headers (1 byte/s)`, async (server) => {
+    const head = `GET /api/v1/forms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.keyA}\r\nX-Padding: ${'p'.repeat(200)}\r\n`;
+    const result = await slowSockets(server, Array.from({ length: SOCKETS }, () => head), null);
+    return { outcome: describeTally(result), ok: result.tally.openAtEnd === 0 };
+  });
+
+  await run(`8c ${SOCKETS} slow-loris uploads over ${SOCKETS / 4} workspaces`, async (server) => {
+    const store = createStore({ databaseUrl: server.databaseUrl, sqlitePath: path.join(server.dataDir, 'formsign.sqlite') });
+    const keys: string[] = [];
+    for (let i = 0; i < SOCKETS / 4; i++) keys.push((await createKey(store.db, { workspace: `many-${i}`, name: 'w', grants: ['documents:write'], expiresAt: null })).key);
+    await store.close();
+    const result = await slowSockets(server, Array.from({ length: SOCKETS }, (_, i) => uploadHead(keys[i % keys.length]!)), path.join(server.dataDir, 'tmp'));
+    return { outcome: describeTally(result), ok: result.tally.openAtEnd === 0 && result.tempAfter === 0 };
+  });
+
+  const ok = printReport(rows, `HTTP and lock attacks on ${BENCH_DB}`);
+  process.exit(ok ? 0 : 1);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,157 @@
+/**
+ * The detection data set: every form of ../shared/corpus and ../shared/corpus-train with its
+ * widgets and /AcroForm stripped (as ../shared/corpus/README.md says), each page read the way the
+ * layout detector reads it (`readPage`: rules, boxes, words, in points of the displayed page), with
+ * the page's truth boxes and the form's repository (the unit of cross-validation).
+ *
+ * Written once to `.cache/detect/pages/<set>--<name>.json` (git-ignored; nothing of ../shared goes
+ * into the repository) and reused: a file already there is not read again unless `--force`.
+ *
+ *   node --import tsx scripts/detect/dataset.ts [--force] [--only <substring>]
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { readPage, type PageGraphics, type TextContentItem } from '../../src/detect/layout-page.js';
+import { fontNames } from '../../src/detect/pipeline.js';
+import type { Rect } from '../../src/detect/types.js';
+import { stripWidgets } from '../../bench/corpus.js';
+
+export const SHARED = path.resolve(import.meta.dirname, '../../../shared');
+export const CACHE = path.resolve(import.meta.dirname, '../../.cache/detect');
+export const PAGES_DIR = path.join(CACHE, 'pages');
+
+/** Scoring classes of ../shared/corpus/README.md. */
+export type Cls = 'text' | 'checkbox' | 'signature';
+const CLASS_OF: Record<string, Cls | undefined> = { text: 'text', choice: 'text', checkbox: 'checkbox', radio: 'checkbox', signature: 'signature' };
+
+export interface TruthBox {
+  /** Fractions of the displayed page, origin top-left. */
+  rect: Rect;
+  cls: Cls;
+  /** The widget's own type (text, choice, checkbox, radio, signature). */
+  type: string;
+}
+
+export interface DataPage {
+  pageNumber: number;
+  graphics: PageGraphics;
+  truth: TruthBox[];
+}
+
+export interface DataForm {
+  /** `corpus` or `train`. */
+  set: 'corpus' | 'train';
+  name: string;
+  /** The repository the form comes from: forms of one repository are never split across folds. */
+  repo: string;
+  kind: string;
+  language: string;
+  producerFamily: string;
+  pages: DataPage[];
+}
+
+interface ManifestEntry {
+  file: string;
+  truth: string;
+  encrypted: boolean | string;
+  sourceRepo: string;
+  kind?: string;
+  language?: string;
+  producerFamily?: string;
+}
+
+interface TruthFile {
+  pages: Array<{ pageNumber: number }>;
+  widgets: Array<{ type: string; pageNumber: number; rect: Rect; hidden: boolean }>;
+}
+
+export function formFile(set: string, name: string): string {
+  return path.join(PAGES_DIR, `${set}--${name}.json`);
+}
+
+/** Every form of the data set that the cache holds, in a stable order. */
+export function loadDataset(filter?: (file: string) => boolean): DataForm[] {
+  if (!fs.existsSync(PAGES_DIR)) throw new Error(`no data set at ${PAGES_DIR}: run node --import tsx scripts/detect/dataset.ts first`);
+  return fs
+    .readdirSync(PAGES_DIR)
+    .filter((f) => f.endsWith('.json') && (!filter || filter(f)))
+    .sort()
+    .map((f) => JSON.parse(fs.readFileSync(path.join(PAGES_DIR, f), 'utf8')) as DataForm);
+}
+
+async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
+  const doc = await getDocument({ data: bytes, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
+  try {
+    const out: PageGraphics[] = [];
+    for (let p = 1; p <= doc.numPages; p++) {
+      const page = await doc.getPage(p);
+      const viewport = page.getViewport({ scale: 1 });
+      const content = await page.getTextContent();
+      const items = content.items.filter((i) => 'str' in i) as unknown as TextContentItem[];
+      const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
+      out.push(readPage(viewport, operators, items, fontNames(page)));
+      page.cleanup();
+    }
+    return out;
+  } finally {
+    await doc.destroy();
+  }
+}
+
+async function build(force: boolean, only?: string): Promise<void> {
+  fs.mkdirSync(PAGES_DIR, { recursive: true });
+  const sets: Array<[DataForm['set'], string]> = [
+    ['corpus', path.join(SHARED, 'corpus')],
+    ['train', path.join(SHARED, 'corpus-train')],
+  ];
+  let done = 0;
+  let failed = 0;
+  for (const [set, dir] of sets) {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as ManifestEntry[];
+    for (const entry of manifest) {
+      const name = path.basename(entry.file, '.pdf');
+      if (only && !name.includes(only)) continue;
+      const out = formFile(set, name);
+      if (!force && fs.existsSync(out)) continue;
+      const started = performance.now();
+      try {
+        const truthFile = JSON.parse(fs.readFileSync(path.join(dir, entry.truth), 'utf8')) as TruthFile;
+        const { bytes, widgetsLeft } = await stripWidgets(new Uint8Array(fs.readFileSync(path.join(dir, entry.file))), entry.encrypted !== false);
+        if (widgetsLeft) throw new Error(`${widgetsLeft} widgets left after stripping`);
+        const graphics = await readForm(bytes);
+        const pages: DataPage[] = graphics.map((g, i) => ({
+          pageNumber: i + 1,
+          graphics: g,
+          truth: truthFile.widgets.flatMap((w) => {
+            const cls = CLASS_OF[w.type];
+            return w.pageNumber === i + 1 && !w.hidden && cls ? [{ rect: w.rect, cls, type: w.type }] : [];
+          }),
+        }));
+        const form: DataForm = {
+          set,
+          name,
+          repo: entry.sourceRepo,
+          kind: entry.kind ?? 'unknown',
+          language: entry.language ?? 'unknown',
+          producerFamily: entry.producerFamily ?? 'unknown',
+          pages,
+        };
+        fs.writeFileSync(out + '.tmp', JSON.stringify(form));
+        fs.renameSync(out + '.tmp', out);
+        done++;
+        console.log(`${set}/${name}: ${pages.length} pages, ${Math.round(performance.now() - started)} ms`);
+      } catch (error) {
+        failed++;
+        console.error(`${set}/${name}: skipped: ${(error as Error).message}`);
+      }
+    }
+  }
+  console.log(`data set: ${done} forms read, ${failed} skipped, in ${PAGES_DIR}`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2);
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+  await build(args.includes('--force'), only);
+}

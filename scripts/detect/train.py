@@ -1,0 +1,386 @@
+"""
+Trains the learned layout detector from the export of scripts/detect/export.ts, cross-validated
+by repository, and writes the committed model (src/detect/model/layout-model.json) and the fold
+models (.cache/detect/folds/, git-ignored) that bench/detect.ts scores each form with.
+
+What it does, deterministically (fixed seeds, 2 threads, no random split):
+1. Folds: whole repositories, k = 5, balanced by truth boxes (largest repositories first, each to
+   the fold with the fewest boxes so far, ties by a hash of the repository's name).
+2. For each fold: a gradient-boosted tree model (binary:logistic: is this proposal a field, IoU >= 0.5
+   with a truth box) and a class model (multi:softprob: text, checkbox or signature, trained on the
+   proposals that are fields), both trained on the other folds only. Their out-of-fold scores are
+   the scores of forms no model saw.
+3. Non-maximum suppression on the out-of-fold scores, page by page, as src/detect/model.ts does it;
+   a kept box is right when it takes a truth box (IoU >= 0.5) no higher-scored kept box took.
+4. Calibration: an isotonic map from a box's score to the share of such boxes that are right.
+   Fold k's map is fitted on the kept boxes of the other folds (never on fold k), and so is its
+   acceptance threshold (the calibrated probability that maximises F1 there).
+5. The final model: trained on everything, its calibration and threshold from all out-of-fold
+   boxes.
+
+Run with Debian's python (python3-xgboost, python3-sklearn):
+  /usr/bin/python3 scripts/detect/train.py
+"""
+import hashlib
+import json
+import os
+import sys
+import time
+
+try:
+    import numpy as np
+    import xgboost as xgb
+    from sklearn.isotonic import IsotonicRegression
+except ImportError as error:  # pragma: no cover - a message for the person running it
+    sys.exit(
+        f"train.py needs numpy, xgboost and scikit-learn ({error}). On Debian/Ubuntu: "
+        "sudo apt-get install python3-xgboost python3-sklearn, and run it with /usr/bin/python3."
+    )
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+EXPORT = os.path.join(ROOT, ".cache", "detect", "export")
+FOLDS_DIR = os.path.join(ROOT, ".cache", "detect", "folds")
+MODEL = os.path.join(ROOT, "src", "detect", "model", "layout-model.json")
+
+K = 5
+CLASSES = ["text", "checkbox", "signature"]
+# Tree parameters: fixed, usual values for some hundred thousand rows (docs/decisions.md); nothing
+# is tuned on a held-out fold.
+FIELD_PARAMS = {
+    "objective": "binary:logistic",
+    "eval_metric": "logloss",
+    "tree_method": "hist",
+    "max_depth": 7,
+    "eta": 0.1,
+    "subsample": 0.8,
+    "colsample_bytree": 0.8,
+    "min_child_weight": 3,
+    "lambda": 2.0,
+    "max_bin": 128,
+    "nthread": 2,
+    "seed": 7,
+    "base_score": 0.5,
+}
+FIELD_ROUNDS = 200
+# Proposals far from every truth box are many and easy: one in this many is trained on.
+NEGATIVE_SHARE = 4
+CLASS_PARAMS = {
+    "objective": "multi:softprob",
+    "num_class": len(CLASSES),
+    "eval_metric": "mlogloss",
+    "tree_method": "hist",
+    "max_depth": 5,
+    "eta": 0.15,
+    "subsample": 0.8,
+    "colsample_bytree": 0.8,
+    "min_child_weight": 2,
+    "nthread": 2,
+    "seed": 7,
+    "base_score": 0.5,
+}
+CLASS_ROUNDS = 80
+# Non-maximum suppression: a box is dropped when it overlaps an accepted one by IoU >= NMS_IOU, or
+# when at least NMS_CONTAIN of it lies inside an accepted box of its class.
+NMS_IOU = 0.3
+NMS_CONTAIN = 0.7
+# Boxes scored under this raw probability are never fields: left out of suppression and calibration.
+FLOOR = 0.02
+MATCH_IOU = 0.5
+
+
+def load():
+    with open(os.path.join(EXPORT, "header.json")) as f:
+        header = json.load(f)
+    n_feat = len(header["features"])
+    features = np.fromfile(os.path.join(EXPORT, "features.f32"), dtype="<f4").reshape(-1, n_feat)
+    rows = np.fromfile(os.path.join(EXPORT, "rows.f64"), dtype="<f8").reshape(-1, len(header["rowColumns"]))
+    truth = np.fromfile(os.path.join(EXPORT, "truth.f64"), dtype="<f8").reshape(-1, len(header["truthColumns"]))
+    if len(features) != len(rows):
+        sys.exit("export: features and rows differ in length; run the export again")
+    return header, features, rows, truth
+
+
+def column(header, name, which="rowColumns"):
+    return header[which].index(name)
+
+
+def assign_folds(header, truth):
+    """Repositories to folds: balanced by truth boxes, stable (no random numbers)."""
+    forms = header["forms"]
+    boxes = {}
+    for form in forms:
+        boxes.setdefault(form["repo"], 0)
+    form_col = column(header, "form", "truthColumns")
+    for f in truth[:, form_col].astype(int):
+        boxes[forms[f]["repo"]] += 1
+    digest = lambda repo: hashlib.sha256(repo.encode()).hexdigest()
+    order = sorted(boxes, key=lambda r: (-boxes[r], digest(r)))
+    totals = [0] * K
+    fold_of = {}
+    for repo in order:
+        k = min(range(K), key=lambda i: (totals[i], i))
+        fold_of[repo] = k
+        totals[k] += boxes[repo]
+    return fold_of, totals
+
+
+def iou_matrix(a, b):
+    """IoU of every box of a (n x 4: x, y, w, h) with every box of b."""
+    ax2 = a[:, 0] + a[:, 2]
+    ay2 = a[:, 1] + a[:, 3]
+    bx2 = b[:, 0] + b[:, 2]
+    by2 = b[:, 1] + b[:, 3]
+    w = np.clip(np.minimum(ax2[:, None], bx2[None, :]) - np.maximum(a[:, 0][:, None], b[:, 0][None, :]), 0, None)
+    h = np.clip(np.minimum(ay2[:, None], by2[None, :]) - np.maximum(a[:, 1][:, None], b[:, 1][None, :]), 0, None)
+    inter = w * h
+    area_a = a[:, 2] * a[:, 3]
+    area_b = b[:, 2] * b[:, 3]
+    union = area_a[:, None] + area_b[None, :] - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0), inter
+
+
+def suppress(boxes, margins, classes):
+    """Greedy NMS by score (src/detect/model.ts): indices kept, best first."""
+    order = sorted(range(len(margins)), key=lambda i: (-margins[i], i))
+    ious, inter = iou_matrix(boxes, boxes)
+    area = boxes[:, 2] * boxes[:, 3]
+    kept = []
+    for i in order:
+        clash = False
+        for j in kept:
+            if ious[i, j] >= NMS_IOU or (classes[i] == classes[j] and inter[i, j] >= NMS_CONTAIN * area[i]):
+                clash = True
+                break
+        if not clash:
+            kept.append(i)
+    return kept
+
+
+def page_outcomes(header, rows, truth, margins, classes):
+    """For every row: kept by NMS (above the floor) and right (takes a truth box no better box took)."""
+    c = {name: column(header, name) for name in ("form", "page", "x", "y", "w", "h")}
+    tc = {name: column(header, name, "truthColumns") for name in ("form", "page", "x", "y", "w", "h")}
+    kept = np.zeros(len(rows), dtype=bool)
+    right = np.zeros(len(rows), dtype=bool)
+    floor = np.log(FLOOR / (1 - FLOOR))
+    truth_by_page = {}
+    for t in range(len(truth)):
+        truth_by_page.setdefault((int(truth[t, tc["form"]]), int(truth[t, tc["page"]])), []).append(t)
+    page_key = rows[:, c["form"]] * 10000 + rows[:, c["page"]]
+    order = np.argsort(page_key, kind="stable")
+    bounds = np.flatnonzero(np.diff(page_key[order])) + 1
+    for group in np.split(order, bounds):
+        group = group[margins[group] >= floor]
+        if len(group) == 0:
+            continue
+        boxes = rows[group][:, [c["x"], c["y"], c["w"], c["h"]]]
+        keep = suppress(boxes, margins[group], classes[group])
+        kept[group[keep]] = True
+        key = (int(rows[group[0], c["form"]]), int(rows[group[0], c["page"]]))
+        tids = truth_by_page.get(key, [])
+        if not tids:
+            continue
+        tboxes = truth[tids][:, [tc["x"], tc["y"], tc["w"], tc["h"]]]
+        ious, _ = iou_matrix(boxes[keep], tboxes)
+        taken = np.zeros(len(tids), dtype=bool)
+        for n, i in enumerate(keep):
+            candidates = np.where(~taken & (ious[n] >= MATCH_IOU), ious[n], -1)
+            best = int(np.argmax(candidates))
+            if candidates[best] >= MATCH_IOU:
+                taken[best] = True
+                right[group[i]] = True
+    return kept, right
+
+
+def calibrate(margins, right):
+    """Isotonic map from score to probability of being right, as a compact table."""
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
+    iso.fit(margins, right.astype(float))
+    xs = np.round(iso.X_thresholds_, 4)
+    ys = np.round(iso.y_thresholds_, 4)
+    table_x, table_y = [], []
+    for x, y in zip(xs.tolist(), ys.tolist()):
+        if table_x and x == table_x[-1]:
+            table_y[-1] = y
+            continue
+        # Interior points of a flat run add nothing to linear interpolation.
+        if len(table_y) >= 2 and table_y[-1] == y and table_y[-2] == y:
+            table_x[-1] = x
+            continue
+        table_x.append(x)
+        table_y.append(y)
+    return {"x": table_x, "y": table_y}
+
+
+def apply_calibration(table, margins):
+    return np.interp(margins, table["x"], table["y"])
+
+
+def best_threshold(probs, right, truth_count):
+    """The calibrated probability at or above which accepting boxes gives the best F1."""
+    best = (0.0, 0.5)
+    for t in np.round(np.arange(0.2, 0.81, 0.01), 2):
+        accepted = probs >= t
+        detected = int(accepted.sum())
+        matched = int((accepted & right).sum())
+        if detected == 0:
+            continue
+        p, r = matched / detected, matched / truth_count
+        f1 = 2 * p * r / (p + r) if p + r else 0.0
+        if f1 > best[0] + 1e-9:
+            best = (f1, float(t))
+    return best[1]
+
+
+def f32(v):
+    """The shortest decimal that reads back as the same float32 (XGBoost compares in float32)."""
+    return float(np.format_float_positional(np.float32(v), unique=True, trim="-"))
+
+
+def export_trees(booster):
+    model = json.loads(booster.save_raw("json"))
+    learner = model["learner"]
+    base = float(learner["learner_model_param"]["base_score"])
+    trees = []
+    for tree in learner["gradient_booster"]["model"]["trees"]:
+        left = tree["left_children"]
+        feature, value = [], []
+        for n in range(len(left)):
+            if left[n] == -1:
+                feature.append(-1)
+                value.append(round(float(tree["split_conditions"][n]), 6))
+            else:
+                feature.append(int(tree["split_indices"][n]))
+                value.append(f32(tree["split_conditions"][n]))
+        trees.append(
+            {
+                "f": feature,
+                "v": value,
+                "l": [int(n) for n in left],
+                "r": [int(n) for n in tree["right_children"]],
+                "d": [int(n) for n in tree["default_left"]],
+            }
+        )
+    info = [int(n) for n in learner["gradient_booster"]["model"]["tree_info"]]
+    return base, trees, info
+
+
+def training_rows(best_iou):
+    """
+    Rows the field model is trained on, and their weights: every proposal near a truth box (IoU
+    0.05 or more, the hard cases), and one in NEGATIVE_SHARE of the others, weighted up to stand for
+    the rest (by position in the export, so that every run picks the same).
+    """
+    near = best_iou >= 0.05
+    picked = near | (np.arange(len(best_iou)) % NEGATIVE_SHARE == 0)
+    weights = np.where(near, 1.0, float(NEGATIVE_SHARE))
+    return picked, weights
+
+
+def train_field(X, best_iou):
+    """Is a proposal a field: IoU >= 0.5 with a truth box."""
+    picked, weights = training_rows(best_iou)
+    data = xgb.DMatrix(X[picked], label=(best_iou[picked] >= MATCH_IOU).astype(float), weight=weights[picked], nthread=2)
+    return xgb.train(FIELD_PARAMS, data, FIELD_ROUNDS)
+
+
+def train_class(X, y):
+    return xgb.train(CLASS_PARAMS, xgb.DMatrix(X, label=y, nthread=2), CLASS_ROUNDS)
+
+
+def model_json(header, field, classes, calibration, threshold, trained_on):
+    base, trees, _ = export_trees(field)
+    cbase, ctrees, cinfo = export_trees(classes)
+    return {
+        "version": 1,
+        "features": header["features"],
+        "field": {"baseMargin": round(float(np.log(base / (1 - base))), 6), "trees": trees},
+        "classes": CLASSES,
+        "class": {"baseMargin": round(cbase, 6), "treeClass": cinfo, "trees": ctrees},
+        "calibration": calibration,
+        "threshold": threshold,
+        "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN},
+        "floor": FLOOR,
+        "trainedOn": trained_on,
+    }
+
+
+def write_json(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, separators=(",", ":"), sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main():
+    started = time.time()
+    header, X, rows, truth = load()
+    forms = header["forms"]
+    form_col = column(header, "form")
+    label = rows[:, column(header, "label")].astype(int)
+    best_iou = rows[:, column(header, "bestIou")]
+    truth_cls = rows[:, column(header, "truthCls")].astype(int)
+    fold_of, totals = assign_folds(header, truth)
+    form_fold = np.array([fold_of[f["repo"]] for f in forms])
+    row_fold = form_fold[rows[:, form_col].astype(int)]
+    truth_fold = form_fold[truth[:, column(header, "form", "truthColumns")].astype(int)]
+    print(f"{len(forms)} forms, {len(fold_of)} repositories, {len(rows)} proposals ({label.sum()} fields), {len(truth)} truth boxes")
+    print(f"folds (truth boxes): {totals}")
+
+    margins = np.zeros(len(rows))
+    class_probs = np.zeros((len(rows), len(CLASSES)))
+    fold_models = []
+    for k in range(K):
+        train = row_fold != k
+        field = train_field(X[train], best_iou[train])
+        positive = train & (label == 1)
+        classes = train_class(X[positive], truth_cls[positive])
+        test = ~train
+        margins[test] = field.predict(xgb.DMatrix(X[test], nthread=2), output_margin=True)
+        class_probs[test] = classes.predict(xgb.DMatrix(X[test], nthread=2))
+        fold_models.append((field, classes))
+        print(f"fold {k}: trained on {int(train.sum())} proposals, {time.time() - started:.0f} s")
+
+    predicted_class = np.argmax(class_probs, axis=1)
+    kept, right = page_outcomes(header, rows, truth, margins, predicted_class)
+    trained_on = lambda ks: {
+        "forms": int(sum(1 for f in form_fold if f in ks)),
+        "repositories": sorted(r for r, k in fold_of.items() if k in ks),
+    }
+    os.makedirs(FOLDS_DIR, exist_ok=True)
+    summary = []
+    for k, (field, classes) in enumerate(fold_models):
+        others = kept & (row_fold != k)
+        calibration = calibrate(margins[others], right[others])
+        threshold = best_threshold(apply_calibration(calibration, margins[others]), right[others], int((truth_fold != k).sum()))
+        info = trained_on({i for i in range(K) if i != k})
+        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, calibration, threshold, {"fold": k, "forms": info["forms"]}))
+        summary.append(threshold)
+    write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary})
+
+    # Out-of-fold figures before the TypeScript bench (which is the measure that counts).
+    probs = np.zeros(len(rows))
+    for k in range(K):
+        with open(os.path.join(FOLDS_DIR, f"fold-{k}.json")) as f:
+            table = json.load(f)["calibration"]
+        probs[row_fold == k] = apply_calibration(table, margins[row_fold == k])
+    accepted = kept & (probs >= np.array(summary)[row_fold])
+    matched = int((accepted & right).sum())
+    print(f"out of fold: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / len(truth):.3f}")
+    # For diagnosis: every proposal's out-of-fold score and outcome.
+    np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold)
+
+    # The final model: everything; calibrated and thresholded on all out-of-fold boxes.
+    field = train_field(X, best_iou)
+    classes = train_class(X[label == 1], truth_cls[label == 1])
+    calibration = calibrate(margins[kept], right[kept])
+    threshold = best_threshold(apply_calibration(calibration, margins[kept]), right[kept], len(truth))
+    final = model_json(header, field, classes, calibration, threshold, {"forms": len(forms), "repositories": len(fold_of)})
+    write_json(MODEL, final)
+    print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

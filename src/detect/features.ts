@@ -1,0 +1,516 @@
+/**
+ * The feature vector of each proposal (candidates.ts), for the learned scorer: generic
+ * measurements only, so that what is learned transfers to forms of other sources. Its geometry
+ * relative to the page, to the local font size and to its neighbours; the marks around it (rules
+ * on its sides, the cell it sits in, dots, underscores, shading); the words left of and above it
+ * (a colon, a number, a word of a small multilingual list of field words); the text inside it;
+ * how it lines up with other proposals and how often its size repeats; its kind and class.
+ * Nothing names a font, a producer, a file or a page size.
+ *
+ * Distances are in units of the local font size (the median size of the words near the box)
+ * and capped, so that a sentinel of -1 ("none") stays apart from every real value.
+ */
+import { Grid, isCheckGlyph, isLeader, isText, isUnderscore, OPTION_WORD, PageModel, PROPOSAL_KINDS, type Phrase, type Proposal } from './candidates.js';
+import type { Box, PageGraphics, Shape } from './layout-page.js';
+
+/**
+ * Whole words (any of `words`, in any case) or, for `stems`, words starting so. JavaScript's `\b`
+ * knows only ASCII letters (`\bимя\b` never matches), so word edges are "no letter or digit".
+ */
+function wordsRe(words: readonly string[], stems: readonly string[] = []): RegExp {
+  const alt = (xs: readonly string[]) => xs.map((w) => w.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|');
+  const whole = `(?<![\\p{L}\\p{N}])(?:${alt(words)})(?![\\p{L}\\p{N}])`;
+  return new RegExp(stems.length ? `${whole}|(?<![\\p{L}\\p{N}])(?:${alt(stems)})` : whole, 'iu');
+}
+
+/** Words of the field lists, by what they ask for (several languages). */
+const LEXICON: Array<[string, RegExp]> = [
+  ['name', wordsRe(['name', 'names', 'nom', 'nome', 'nombre', 'apellido', 'apellidos', 'vorname', 'nachname', 'surname', 'prénom', 'prenom', 'imię', 'nazwisko', 'имя', 'фамилия', 'отчество', 'sukunimi', 'etunimi', 'namn'])],
+  ['date', wordsRe(['date', 'dated', 'datum', 'fecha', 'data', 'dob', 'naissance', 'дата', 'päivämäärä', 'mm/dd', 'dd/mm', 'jj/mm', 'tt.mm'], ['birth', 'geburt'])],
+  ['signature', wordsRe(['sign', 'signed', 'firma', 'podpis', 'подпись'], ['signature', 'unterschrift', 'assinatura', 'handtekening', 'allekirjoitus'])],
+  ['address', wordsRe(['city', 'ville', 'ort', 'ciudad', 'zip', 'plz', 'code postal', 'state', 'pays', 'land', 'адрес', 'street', 'straße', 'strasse'], ['address', 'adresse', 'dirección', 'direccion', 'endereço', 'anschrift', 'postal', 'country'])],
+  ['phone', wordsRe(['tel', 'tel.', 'fax', 'cell', 'mobile'], ['phone', 'telefon', 'téléphone', 'teléfono', 'telefone', 'телефон', 'puhelin'])],
+  ['email', wordsRe(['courriel', 'correo', 'почта'], ['e-mail', 'email'])],
+  ['number', /(?<![\p{L}\p{N}])(?:no\.|nr\.?|id|ssn|ein|sum)(?![\p{L}\p{N}])|number|numéro|numero|número|nummer|номер|amount|total|betrag|montant|importe|[$€£%]/iu],
+  ['option', /^(yes|no|oui|non|ja|nein|s[ií]|n[ãa]o|да|нет|tak|nie|kyllä|ei|n\/a|other|autre|andere|otro|male|female|m|f)[.:]?$/iu],
+  ['office', /office use|for official|use only|réservé|reserved|nur für|amtlich|do not write|leave blank/iu],
+];
+
+const KINDS = PROPOSAL_KINDS;
+const CLASSES = ['text', 'checkbox', 'signature'] as const;
+
+const textFeatures = (prefix: string) => [
+  `${prefix}_exists`,
+  `${prefix}_gap`,
+  `${prefix}_colon`,
+  `${prefix}_chars`,
+  `${prefix}_words`,
+  `${prefix}_number`,
+  `${prefix}_size_ratio`,
+  ...LEXICON.map(([k]) => `${prefix}_is_${k}`),
+];
+
+export const FEATURE_NAMES: readonly string[] = [
+  // Geometry on the page.
+  'x',
+  'y',
+  'x2',
+  'y2',
+  'w_page',
+  'h_page',
+  'page_landscape',
+  // Geometry in font sizes.
+  'w_font',
+  'h_font',
+  'aspect_log',
+  'local_size_ratio',
+  'square_like',
+  // Rules around it.
+  'rule_bottom_cover',
+  'rule_bottom_dist',
+  'rule_top_cover',
+  'rule_top_dist',
+  'rule_left_cover',
+  'rule_left_dist',
+  'rule_right_cover',
+  'rule_right_dist',
+  'rule_bottom_thick',
+  'sides_closed',
+  'shape_iou',
+  'shape_inside',
+  'shaded_share',
+  'white_fill_share',
+  // What is inside it.
+  'text_inside_words',
+  'text_inside_share',
+  'text_inside_chars',
+  'leaders_inside',
+  'underscore_share',
+  'glyph_inside',
+  // Words around it.
+  ...textFeatures('left'),
+  ...textFeatures('above'),
+  'right_gap',
+  'right_is_option',
+  'right_colon',
+  'below_gap',
+  'label_chars',
+  'label_colon',
+  // The cell it sits in.
+  'cell_exists',
+  'cell_w_share',
+  'cell_h_share',
+  'cell_touch_bottom',
+  'cell_touch_top',
+  'cell_touch_left',
+  'cell_touch_right',
+  'cell_h_font',
+  'cell_text_words',
+  // Other proposals.
+  'overlap_count',
+  'max_iou',
+  'iou_largest',
+  'contained_in',
+  'contains',
+  'row_aligned',
+  'col_aligned',
+  'same_size',
+  'same_size_same_kind',
+  // The page.
+  'page_words',
+  'page_rules',
+  'page_proposals',
+  // Kind and class.
+  ...KINDS.map((k) => `kind_${k}`),
+  ...CLASSES.map((c) => `cls_${c}`),
+];
+
+const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
+const clamp = (v: number, lo: number, hi: number) => (Number.isFinite(v) ? Math.max(lo, Math.min(hi, v)) : lo);
+const area = (b: Box) => Math.max(1e-6, b.w * b.h);
+
+function iou(a: Box, b: Box): number {
+  const inter = overlap(a.x, a.x + a.w, b.x, b.x + b.w) * overlap(a.y, a.y + a.h, b.y, b.y + b.h);
+  return inter <= 0 ? 0 : inter / (area(a) + area(b) - inter);
+}
+
+/** One row per proposal, in the same order, FEATURE_NAMES.length finite numbers each. */
+export function proposalFeatures(page: PageGraphics, proposals: readonly Proposal[]): number[][] {
+  return featuresWith(new PageModel(page), proposals);
+}
+
+/** The features of proposals of a page already read into a PageModel. */
+export function featuresWith(model: PageModel, proposals: readonly Proposal[]): number[][] {
+  const page = model.page;
+  const W = Math.max(1, page.width);
+  const H = Math.max(1, page.height);
+  const neighbours = new Neighbours(proposals, W, H);
+  const cells = proposals.filter((p) => p.kind === 'cell-full');
+  const cellGrid = new Grid(cells, 24, W, H);
+  const shapes = page.shapes.filter((s) => Number.isFinite(s.x + s.y + s.w + s.h));
+  const shapeGrid = new Grid(shapes, 24, W, H);
+  // Alignment and repetition: counts by rounded edges and sizes (numeric keys, computed once).
+  const b2 = (v: number) => Math.round(v / 2) + 50_000;
+  const b15 = (v: number) => Math.round(v / 1.5) + 50_000;
+  const keys = proposals.map((p) => {
+    const size = b15(p.w) * 200_003 + b15(p.h);
+    return [b2(p.y + p.h) * 200_003 + b2(p.h), b2(p.x) * 200_003 + b2(p.w), size, size * 64 + KINDS.indexOf(p.kind)];
+  });
+  const counts = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
+  for (const key of keys) for (let i = 0; i < 4; i++) counts[i]!.set(key[i]!, (counts[i]!.get(key[i]!) ?? 0) + 1);
+  const sizes0 = new LocalSize(model);
+  const lexicon = new Map<Phrase, number[]>();
+  const cellWords = new Map<Proposal, number>();
+  const pageWords = model.words.length;
+  const pageRules = model.horizontal.length + model.vertical.length;
+  const N = FEATURE_NAMES.length;
+  let row: number[] = [];
+  let at = 0;
+  const push: Push = (...v) => {
+    for (let i = 0; i < v.length; i++) row[at++] = Number.isFinite(v[i]) ? v[i]! : -1;
+  };
+  return proposals.map((p, index) => {
+    const local = sizes0.at(p);
+    row = new Array<number>(N);
+    at = 0;
+    push(p.x / W, p.y / H, (p.x + p.w) / W, (p.y + p.h) / H, p.w / W, p.h / H, W > H ? 1 : 0);
+    push(clamp(p.w / local, 0, 100), clamp(p.h / local, 0, 50), clamp(Math.log(Math.max(p.w, 0.1) / Math.max(p.h, 0.1)), -5, 5), local / model.lineHeight, Math.abs(p.w - p.h) <= 0.2 * Math.max(p.w, p.h) ? 1 : 0);
+    pushRules(model, p, local, push);
+    pushShapes(shapeGrid, p, push);
+    pushInside(model, p, push);
+    pushText(left(model, p), p, local, 'left', lexicon, push);
+    pushText(above(model, p), p, local, 'above', lexicon, push);
+    const r = right(model, p);
+    push(r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1, r && OPTION_WORD.test(r.words[0]!.str) ? 1 : 0, r && /:\s*$/.test(r.str) ? 1 : 0);
+    push(belowGap(model, p, local));
+    push(Math.min(p.label.length, 80), /[:：]\s*$/.test(p.label) ? 1 : 0);
+    pushCell(model, cellGrid, cellWords, p, local, push);
+    neighbours.push(index, push);
+    const key = keys[index]!;
+    push(
+      Math.min(counts[0]!.get(key[0]!)!, 50) - 1,
+      Math.min(counts[1]!.get(key[1]!)!, 50) - 1,
+      Math.min(counts[2]!.get(key[2]!)!, 100) - 1,
+      Math.min(counts[3]!.get(key[3]!)!, 100) - 1,
+    );
+    push(Math.min(pageWords, 6000) / 1000, Math.min(pageRules, 6000) / 1000, Math.min(proposals.length, 5000) / 1000);
+    for (const k of KINDS) push(p.kind === k ? 1 : 0);
+    for (const c of CLASSES) push(p.cls === c ? 1 : 0);
+    if (at !== N) throw new Error(`features: ${at} values for ${N} names`);
+    return row;
+  });
+}
+
+type Push = (...v: number[]) => void;
+
+
+/**
+ * The median size of the text words around each point of the page: per cell of a coarse grid,
+ * the median over the words of its 3 × 3 neighbourhood (the page's line height where none).
+ */
+class LocalSize {
+  private readonly step = 40;
+  private readonly cols: number;
+  private readonly rows: number;
+  private readonly median: Float64Array;
+
+  constructor(model: PageModel) {
+    const page = model.page;
+    this.cols = Math.max(1, Math.min(200, Math.ceil(page.width / this.step)));
+    this.rows = Math.max(1, Math.min(200, Math.ceil(page.height / this.step)));
+    const bins: number[][] = Array.from({ length: this.cols * this.rows }, () => []);
+    for (const w of model.text) bins[this.key(w.x + w.w / 2, w.y + w.h / 2)]!.push(w.size);
+    this.median = new Float64Array(this.cols * this.rows).fill(model.lineHeight);
+    for (let r = 0; r < this.rows; r++)
+      for (let c = 0; c < this.cols; c++) {
+        const sizes: number[] = [];
+        for (let dr = -1; dr <= 1; dr++)
+          for (let dc = -1; dc <= 1; dc++) {
+            const rr = r + dr;
+            const cc = c + dc;
+            if (rr >= 0 && rr < this.rows && cc >= 0 && cc < this.cols) for (const v of bins[rr * this.cols + cc]!) sizes.push(v);
+          }
+        if (sizes.length) {
+          sizes.sort((a, b) => a - b);
+          this.median[r * this.cols + c] = clamp(sizes[Math.floor(sizes.length / 2)]!, 4, 30);
+        }
+      }
+  }
+
+  private key(x: number, y: number): number {
+    const c = Math.max(0, Math.min(this.cols - 1, Math.floor(x / this.step)));
+    const r = Math.max(0, Math.min(this.rows - 1, Math.floor(y / this.step)));
+    return r * this.cols + c;
+  }
+
+  at(b: Box): number {
+    return this.median[this.key(b.x + b.w / 2, b.y + b.h / 2)]!;
+  }
+}
+
+/**
+ * For each side: how much of the side a rule covers (0..1) within 3 pt of it, and the distance
+ * to the nearest rule beyond or at it covering half the side (in font sizes, -1 when none within 4).
+ */
+function pushRules(model: PageModel, p: Proposal, local: number, push: Push): void {
+  const near = 3;
+  const reach = local * 4;
+  const x2 = p.x + p.w;
+  const y2 = p.y + p.h;
+  // One lookup a side: the cover at the side, and the nearest rule beyond it covering half of it.
+  let bottomCover = 0;
+  let bottomThick = 0;
+  let below = Infinity;
+  for (let i = 0, n = model.hGrid.scan(p.x, y2 - near, x2, y2 + reach), hits = model.hGrid.hits; i < n; i++) {
+    const r = hits[i]!;
+    const c = overlap(r.seg.a, r.seg.b, p.x, x2) / Math.max(p.w, 1e-6);
+    if (Math.abs(r.seg.at - y2) <= near && c > bottomCover) {
+      bottomCover = c;
+      bottomThick = r.seg.width;
+    }
+    if (r.seg.at >= y2 - near && c >= 0.5) below = Math.min(below, r.seg.at);
+  }
+  let topCover = 0;
+  let above = -Infinity;
+  for (let i = 0, n = model.hGrid.scan(p.x, p.y - reach, x2, p.y + near), hits = model.hGrid.hits; i < n; i++) {
+    const r = hits[i]!;
+    const c = overlap(r.seg.a, r.seg.b, p.x, x2) / Math.max(p.w, 1e-6);
+    if (Math.abs(r.seg.at - p.y) <= near && c > topCover) topCover = c;
+    if (r.seg.at <= p.y + near && c >= 0.5) above = Math.max(above, r.seg.at);
+  }
+  let leftCover = 0;
+  let leftWall = -Infinity;
+  for (let i = 0, n = model.vGrid.scan(p.x - reach, p.y, p.x + near, y2), hits = model.vGrid.hits; i < n; i++) {
+    const r = hits[i]!;
+    const c = overlap(r.seg.a, r.seg.b, p.y, y2) / Math.max(p.h, 1e-6);
+    if (Math.abs(r.seg.at - p.x) <= near && c > leftCover) leftCover = c;
+    if (r.seg.at <= p.x + near && c >= 0.5) leftWall = Math.max(leftWall, r.seg.at);
+  }
+  let rightCover = 0;
+  let rightWall = Infinity;
+  for (let i = 0, n = model.vGrid.scan(x2 - near, p.y, x2 + reach, y2), hits = model.vGrid.hits; i < n; i++) {
+    const r = hits[i]!;
+    const c = overlap(r.seg.a, r.seg.b, p.y, y2) / Math.max(p.h, 1e-6);
+    if (Math.abs(r.seg.at - x2) <= near && c > rightCover) rightCover = c;
+    if (r.seg.at >= x2 - near && c >= 0.5) rightWall = Math.min(rightWall, r.seg.at);
+  }
+  bottomCover = Math.min(1, bottomCover);
+  topCover = Math.min(1, topCover);
+  leftCover = Math.min(1, leftCover);
+  rightCover = Math.min(1, rightCover);
+  push(
+    bottomCover,
+    Number.isFinite(below) ? (below - y2) / local : -1,
+    topCover,
+    Number.isFinite(above) ? (p.y - above) / local : -1,
+    leftCover,
+    Number.isFinite(leftWall) ? (p.x - leftWall) / local : -1,
+    rightCover,
+    Number.isFinite(rightWall) ? (rightWall - x2) / local : -1,
+    Math.min(bottomThick, 5),
+    (bottomCover > 0.7 ? 1 : 0) + (topCover > 0.7 ? 1 : 0) + (leftCover > 0.7 ? 1 : 0) + (rightCover > 0.7 ? 1 : 0),
+  );
+}
+
+/** The drawn shape most like the box (IoU), whether a shape holds it, and shading over it. */
+function pushShapes(grid: Grid<Shape>, p: Proposal, push: Push): void {
+  let best = 0;
+  let inside = 0;
+  let shaded = 0;
+  let white = 0;
+  for (let i = 0, n = grid.scan(p.x, p.y, p.x + p.w, p.y + p.h), hits = grid.hits; i < n; i++) {
+    const s = hits[i]!;
+    best = Math.max(best, iou(s, p));
+    if (s.x <= p.x + 1 && s.y <= p.y + 1 && s.x + s.w >= p.x + p.w - 1 && s.y + s.h >= p.y + p.h - 1 && s.w * s.h < 4 * area(p)) inside = 1;
+    if (s.filled) {
+      const cover = (overlap(s.x, s.x + s.w, p.x, p.x + p.w) * overlap(s.y, s.y + s.h, p.y, p.y + p.h)) / area(p);
+      if (s.fillLevel < 0.93) shaded += cover;
+      else white += cover;
+    }
+  }
+  push(best, inside, Math.min(1, shaded), Math.min(1, white));
+}
+
+/** Text, dot leaders, underscores and box glyphs inside the box. */
+function pushInside(model: PageModel, p: Proposal, push: Push): void {
+  let words = 0;
+  let textArea = 0;
+  let chars = 0;
+  let leaders = 0;
+  let underscore = 0;
+  let glyph = 0;
+  for (let i = 0, n = model.wordGrid.scan(p.x, p.y, p.x + p.w, p.y + p.h), hits = model.wordGrid.hits; i < n; i++) {
+    const w = hits[i]!;
+    const inter = overlap(w.x, w.x + w.w, p.x, p.x + p.w) * overlap(w.y, w.y + w.h, p.y, p.y + p.h);
+    if (inter < 0.3 * w.w * w.h) continue;
+    if (isCheckGlyph(w.str)) glyph = 1;
+    else if (isUnderscore(w.str)) underscore += overlap(w.x, w.x + w.w, p.x, p.x + p.w) / Math.max(p.w, 1e-6);
+    else if (isLeader(w.str)) leaders += w.str.length;
+    else {
+      words++;
+      textArea += inter;
+      chars += w.str.length;
+    }
+  }
+  push(Math.min(words, 50), Math.min(1, textArea / area(p)), Math.min(chars, 200), Math.min(leaders, 100), Math.min(1, underscore), glyph);
+}
+
+/** The phrase nearest on the box's left, on the line through its middle (or its bottom line). */
+function left(model: PageModel, p: Proposal): Phrase | null {
+  let best: Phrase | null = null;
+  const mid = p.y + p.h / 2;
+  const low = p.y + p.h - Math.min(p.h, 14) / 2;
+  for (let i = 0, n = model.phraseGrid.scan(p.x - 250, p.y - 2, p.x + 2, p.y + p.h + 2), hits = model.phraseGrid.hits; i < n; i++) {
+    const ph = hits[i]!;
+    if (ph.x + ph.w > p.x + 2) continue;
+    const m = ph.y + ph.h / 2;
+    if (Math.abs(m - mid) > Math.max(ph.h * 0.6, p.h * 0.5) && Math.abs(m - low) > ph.h * 0.6) continue;
+    if (!best || ph.x + ph.w > best.x + best.w) best = ph;
+  }
+  return best;
+}
+
+/** The nearest phrase above the box, overlapping it in x, within a few lines. */
+function above(model: PageModel, p: Proposal): Phrase | null {
+  let best: Phrase | null = null;
+  for (let i = 0, n = model.phraseGrid.scan(p.x - 2, p.y - 60, p.x + p.w, p.y + 2), hits = model.phraseGrid.hits; i < n; i++) {
+    const ph = hits[i]!;
+    if (ph.y + ph.h > p.y + 2 || overlap(ph.x, ph.x + ph.w, p.x - 2, p.x + p.w) <= 0) continue;
+    if (!best || ph.y + ph.h > best.y + best.h) best = ph;
+  }
+  return best;
+}
+
+/** The nearest phrase right of the box on its line. */
+function right(model: PageModel, p: Proposal): Phrase | null {
+  let best: Phrase | null = null;
+  const mid = p.y + p.h / 2;
+  for (let i = 0, n = model.phraseGrid.scan(p.x + p.w - 2, p.y, p.x + p.w + 250, p.y + p.h), hits = model.phraseGrid.hits; i < n; i++) {
+    const ph = hits[i]!;
+    if (ph.x < p.x + p.w - 2 || Math.abs(ph.y + ph.h / 2 - mid) > Math.max(ph.h * 0.6, p.h * 0.5)) continue;
+    if (!best || ph.x < best.x) best = ph;
+  }
+  return best;
+}
+
+/** Gap to the nearest text under the box, in font sizes (-1 when none within 5). */
+function belowGap(model: PageModel, p: Proposal, local: number): number {
+  let best = Infinity;
+  for (let i = 0, n = model.wordGrid.scan(p.x, p.y + p.h - 1, p.x + p.w, p.y + p.h + local * 5), hits = model.wordGrid.hits; i < n; i++) {
+    const w = hits[i]!;
+    if (!isText(w.str) || w.y < p.y + p.h - 1) continue;
+    best = Math.min(best, w.y - (p.y + p.h));
+  }
+  return Number.isFinite(best) ? best / local : -1;
+}
+
+function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 'above', lexicon: Map<Phrase, number[]>, push: Push): void {
+  if (!ph) {
+    push(0, -1, 0, 0, 0, 0, 0, ...LEXICON.map(() => 0));
+    return;
+  }
+  const gap = side === 'left' ? p.x - (ph.x + ph.w) : p.y - (ph.y + ph.h);
+  let own = lexicon.get(ph);
+  if (!own) {
+    const str = ph.str.trim();
+    own = [/[:：]$/.test(str) ? 1 : 0, Math.min(str.length, 120), Math.min(ph.words.length, 30), /^[\d\s.,()\-/$€£%a-z]{0,4}$/i.test(str) && /\d/.test(str) ? 1 : 0];
+    for (const [, re] of LEXICON) own.push(re.test(str) ? 1 : 0);
+    lexicon.set(ph, own);
+  }
+  push(1, clamp(gap / local, -2, 40), own[0]!, own[1]!, own[2]!, own[3]!, ph.size / local, ...own.slice(4));
+}
+
+/** The smallest whole cell holding the box, and where the box sits in it. */
+function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposal, number>, p: Proposal, local: number, push: Push): void {
+  let cell: Proposal | null = null;
+  for (let i = 0, n = grid.scan(p.x + p.w / 2, p.y + p.h / 2, p.x + p.w / 2, p.y + p.h / 2), hits = grid.hits; i < n; i++) {
+    const c = hits[i]!;
+    if (c.x > p.x + 1.5 || c.y > p.y + 1.5 || c.x + c.w < p.x + p.w - 1.5 || c.y + c.h < p.y + p.h - 1.5) continue;
+    if (!cell || c.w * c.h < cell.w * cell.h) cell = c;
+  }
+  if (!cell) {
+    push(0, -1, -1, 0, 0, 0, 0, -1, -1);
+    return;
+  }
+  const t = 2;
+  let words = cellWords.get(cell);
+  if (words === undefined) cellWords.set(cell, (words = model.wordsIn(cell, 0.5).length));
+  push(
+    1,
+    p.w / cell.w,
+    p.h / cell.h,
+    Math.abs(p.y + p.h - (cell.y + cell.h)) <= t ? 1 : 0,
+    Math.abs(p.y - cell.y) <= t ? 1 : 0,
+    Math.abs(p.x - cell.x) <= t ? 1 : 0,
+    Math.abs(p.x + p.w - (cell.x + cell.w)) <= t ? 1 : 0,
+    clamp(cell.h / local, 0, 50),
+    Math.min(words, 50),
+  );
+}
+
+/** Overlaps with the other proposals. */
+/**
+ * The proposals around it: those that hold its centre and those whose centre it holds (every
+ * box that contains it, is contained in it or overlaps it much is one of them; looking them up
+ * by centre keeps the cost per box small whatever the sizes of the boxes).
+ */
+class Neighbours {
+  private readonly boxes: Grid<Box & { i: number }>;
+  private readonly centres: Grid<Box & { i: number }>;
+  /** Per proposal (by index), the last box whose neighbours it was counted for. */
+  private readonly seen: Uint32Array;
+  private epoch = 0;
+
+  constructor(
+    private readonly proposals: readonly Proposal[],
+    width: number,
+    height: number,
+  ) {
+    this.seen = new Uint32Array(proposals.length);
+    this.boxes = new Grid(
+      proposals.map((p, i) => ({ x: p.x, y: p.y, w: p.w, h: p.h, i })),
+      24,
+      width,
+      height,
+    );
+    this.centres = new Grid(
+      proposals.map((p, i) => ({ x: p.x + p.w / 2, y: p.y + p.h / 2, w: 0, h: 0, i })),
+      24,
+      width,
+      height,
+    );
+  }
+
+  push(index: number, push: Push): void {
+    const p = this.proposals[index]!;
+    const seen = this.seen;
+    const epoch = ++this.epoch;
+    seen[index] = epoch;
+    let n = 0;
+    let maxIou = 0;
+    let largest: Proposal | null = null;
+    let containedIn = 0;
+    let contains = 0;
+    const cx = p.x + p.w / 2;
+    const cy = p.y + p.h / 2;
+    for (let pass = 0; pass < 2; pass++) {
+      const grid = pass === 0 ? this.boxes : this.centres;
+      const found = pass === 0 ? grid.scan(cx, cy, cx, cy) : grid.scan(p.x, p.y, p.x + p.w, p.y + p.h);
+      for (let k = 0; k < found; k++) {
+        const i = grid.hits[k]!.i;
+        if (seen[i] === epoch) continue;
+        seen[i] = epoch;
+        const q = this.proposals[i]!;
+        const v = iou(p, q);
+        if (v <= 0) continue;
+        n++;
+        maxIou = Math.max(maxIou, v);
+        if (!largest || q.w * q.h > largest.w * largest.h) largest = q;
+        if (q.x <= p.x + 1 && q.y <= p.y + 1 && q.x + q.w >= p.x + p.w - 1 && q.y + q.h >= p.y + p.h - 1) containedIn++;
+        else if (p.x <= q.x + 1 && p.y <= q.y + 1 && p.x + p.w >= q.x + q.w - 1 && p.y + p.h >= q.y + q.h - 1) contains++;
+      }
+    }
+    push(Math.min(n, 100), maxIou, largest ? iou(p, largest) : 0, Math.min(containedIn, 50), Math.min(contains, 50));
+  }
+}
+

@@ -1,0 +1,247 @@
+/**
+ * The learned layout detector at run time: a page's proposals (candidates.ts) and their features
+ * (features.ts) scored by gradient-boosted trees trained offline (scripts/detect/train.py), the
+ * score turned into a calibrated probability, overlapping boxes resolved by non-maximum
+ * suppression, and the boxes at or above the model's acceptance threshold kept as fields.
+ *
+ * The model is a JSON file (src/detect/model/layout-model.json, committed): its trees are read and
+ * walked here in plain TypeScript, with no native or Python dependency at run time. A model whose
+ * feature names are not features.ts's FEATURE_NAMES, in order, is refused: it was trained on
+ * other features and its scores would mean nothing.
+ */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { FieldType } from '../domain/fields.js';
+import { proposeCandidates, type Proposal } from './candidates.js';
+import { FEATURE_NAMES, proposalFeatures } from './features.js';
+import { lineHeightOf, toField, typeFor } from './layout.js';
+import type { PageGraphics } from './layout-page.js';
+import type { DetectedField } from './types.js';
+
+/** One regression tree, its nodes in arrays (XGBoost's layout); node 0 is the root. */
+export interface Tree {
+  /** The feature a node splits on; -1 for a leaf. */
+  f: number[];
+  /** A split's threshold (go left when the value is below it), or a leaf's value. */
+  v: number[];
+  /** Left and right children (greater than the node's own index). */
+  l: number[];
+  r: number[];
+  /** 1 where a missing (NaN) value goes left. */
+  d: number[];
+}
+
+export interface TreeSet {
+  /** Added to the sum of the leaves (the prior, as a margin). */
+  baseMargin: number;
+  trees: Tree[];
+}
+
+export const CLASSES = ['text', 'checkbox', 'signature'] as const;
+export type FieldClass = (typeof CLASSES)[number];
+
+export interface LayoutModel {
+  features: string[];
+  /** Is a proposal a field: a log-odds margin. */
+  field: TreeSet;
+  /** Which class a field is: one margin per class, tree `i` adding to class `treeClass[i]`. */
+  class: TreeSet & { treeClass: number[] };
+  /** Margin to probability: a non-decreasing table, linear between its points, flat past its ends. */
+  calibration: { x: number[]; y: number[] };
+  /** Boxes whose calibrated probability is at least this are fields. */
+  threshold: number;
+  /** A box is suppressed by an accepted one when their IoU is at least `iou`, or when at least `contain` of it lies inside an accepted box of its class. */
+  nms: { iou: number; contain: number };
+}
+
+const fail = (what: string): never => {
+  throw new Error(`layout model: ${what}`);
+};
+
+const isNumbers = (a: unknown, integer = false): a is number[] => Array.isArray(a) && a.every((n) => typeof n === 'number' && Number.isFinite(n) && (!integer || Number.isInteger(n)));
+
+function parseTree(value: unknown, features: number, where: string): Tree {
+  const t = value as Partial<Tree> | null;
+  if (!t || typeof t !== 'object' || !isNumbers(t.f, true) || !isNumbers(t.v) || !isNumbers(t.l, true) || !isNumbers(t.r, true) || !isNumbers(t.d, true)) return fail(`${where}: a tree needs arrays f, v, l, r, d of numbers`);
+  const n = t.f.length;
+  if (n === 0 || [t.v, t.l, t.r, t.d].some((a) => a.length !== n)) return fail(`${where}: a tree's arrays must be non-empty and of one length`);
+  for (let i = 0; i < n; i++) {
+    if (t.f[i]! < 0) continue;
+    if (t.f[i]! >= features) fail(`${where}: node ${i} splits on feature ${t.f[i]} of ${features}`);
+    // Children after their parent: every walk ends.
+    if (!(t.l[i]! > i && t.l[i]! < n && t.r[i]! > i && t.r[i]! < n)) fail(`${where}: node ${i} has children out of order or range`);
+  }
+  // XGBoost compares in single precision: so does this evaluator.
+  return { f: t.f, v: t.v.map((v, i) => (t.f![i]! >= 0 ? Math.fround(v) : v)), l: t.l, r: t.r, d: t.d };
+}
+
+function parseTreeSet(value: unknown, features: number, where: string): TreeSet {
+  const s = value as Partial<TreeSet> | null;
+  if (!s || typeof s !== 'object' || typeof s.baseMargin !== 'number' || !Number.isFinite(s.baseMargin) || !Array.isArray(s.trees)) return fail(`${where}: needs baseMargin and trees`);
+  return { baseMargin: s.baseMargin, trees: s.trees.map((t, i) => parseTree(t, features, `${where} tree ${i}`)) };
+}
+
+/** Checks a model's JSON and builds it; throws with what is wrong. */
+export function parseModel(json: unknown, featureNames: readonly string[] = FEATURE_NAMES): LayoutModel {
+  const m = json as Record<string, unknown> | null;
+  if (!m || typeof m !== 'object') return fail('not an object');
+  const names = m.features;
+  if (!Array.isArray(names) || names.length !== featureNames.length || names.some((n, i) => n !== featureNames[i])) {
+    return fail('its feature names are not those of features.ts (FEATURE_NAMES): retrain it with npm run train:detect');
+  }
+  const field = parseTreeSet(m.field, names.length, 'field');
+  const cls = m.class as { treeClass?: unknown } | undefined;
+  const classSet = parseTreeSet(cls, names.length, 'class');
+  const treeClass = cls?.treeClass;
+  if (!isNumbers(treeClass, true) || treeClass.length !== classSet.trees.length || treeClass.some((c) => c < 0 || c >= CLASSES.length)) return fail('class: treeClass must give a class for every tree');
+  if (JSON.stringify(m.classes) !== JSON.stringify(CLASSES)) return fail(`classes must be ${CLASSES.join(', ')}`);
+  const cal = m.calibration as { x?: unknown; y?: unknown } | undefined;
+  if (!cal || !isNumbers(cal.x) || !isNumbers(cal.y) || cal.x.length !== cal.y.length || cal.x.length === 0) return fail('calibration needs tables x and y of one length');
+  for (let i = 1; i < cal.x.length; i++) if (!(cal.x[i]! > cal.x[i - 1]!) || cal.y[i]! < cal.y[i - 1]!) fail('calibration must be increasing');
+  if (cal.y.some((y) => y < 0 || y > 1)) fail('calibration probabilities must be in 0..1');
+  const threshold = m.threshold;
+  if (typeof threshold !== 'number' || !(threshold > 0 && threshold <= 1)) return fail('threshold must be in (0, 1]');
+  const nms = m.nms as { iou?: unknown; contain?: unknown } | undefined;
+  if (!nms || typeof nms.iou !== 'number' || typeof nms.contain !== 'number' || !(nms.iou > 0 && nms.iou <= 1) || !(nms.contain > 0 && nms.contain <= 1)) return fail('nms needs iou and contain in (0, 1]');
+  return { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain } };
+}
+
+/** The sum of one tree's leaf for a feature row (in single precision, as XGBoost reads it). */
+export function treeValue(tree: Tree, row: ArrayLike<number>): number {
+  let n = 0;
+  for (;;) {
+    const f = tree.f[n]!;
+    if (f < 0) return tree.v[n]!;
+    const x = row[f]!;
+    n = Number.isNaN(x) ? (tree.d[n] ? tree.l[n]! : tree.r[n]!) : x < tree.v[n]! ? tree.l[n]! : tree.r[n]!;
+  }
+}
+
+/** A tree set's margin for a row. */
+export function margin(set: TreeSet, row: ArrayLike<number>): number {
+  let sum = set.baseMargin;
+  for (const tree of set.trees) sum += treeValue(tree, row);
+  return sum;
+}
+
+/** The class model's answer for a row: the class with the highest margin. */
+export function classOf(model: LayoutModel, row: ArrayLike<number>): FieldClass {
+  const sums = CLASSES.map(() => model.class.baseMargin);
+  model.class.trees.forEach((tree, i) => (sums[model.class.treeClass[i]!]! += treeValue(tree, row)));
+  let best = 0;
+  for (let c = 1; c < sums.length; c++) if (sums[c]! > sums[best]!) best = c;
+  return CLASSES[best]!;
+}
+
+/** A margin as a calibrated probability (linear between the table's points, flat past its ends). */
+export function calibrate(model: Pick<LayoutModel, 'calibration'>, m: number): number {
+  const { x, y } = model.calibration;
+  if (m <= x[0]!) return y[0]!;
+  if (m >= x[x.length - 1]!) return y[y.length - 1]!;
+  let lo = 0;
+  let hi = x.length - 1;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (x[mid]! <= m) lo = mid;
+    else hi = mid;
+  }
+  const t = (m - x[lo]!) / (x[hi]! - x[lo]!);
+  return y[lo]! + t * (y[hi]! - y[lo]!);
+}
+
+const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
+
+/**
+ * Greedy non-maximum suppression, best first: a box is accepted unless an accepted box overlaps
+ * it by IoU ≥ `nms.iou`, or an accepted box of its class holds `nms.contain` of it; boxes under the
+ * threshold are never accepted (they come last, scores being in the order of probabilities).
+ */
+export function suppress<T extends { box: { x: number; y: number; w: number; h: number }; probability: number; cls: () => FieldClass }>(
+  scored: readonly T[],
+  model: Pick<LayoutModel, 'threshold' | 'nms'>,
+): Array<T & { fieldClass: FieldClass }> {
+  const accepted: Array<T & { fieldClass: FieldClass }> = [];
+  for (const s of scored) {
+    if (s.probability < model.threshold) break;
+    const a = s.box;
+    const areaA = Math.max(1e-9, a.w * a.h);
+    let cls: FieldClass | null = null;
+    const clash = accepted.some((k) => {
+      const b = k.box;
+      const inter = overlap(a.x, a.x + a.w, b.x, b.x + b.w) * overlap(a.y, a.y + a.h, b.y, b.y + b.h);
+      if (inter <= 0) return false;
+      if (inter / (areaA + b.w * b.h - inter) >= model.nms.iou) return true;
+      if (inter < model.nms.contain * areaA) return false;
+      cls ??= s.cls();
+      return k.fieldClass === cls;
+    });
+    if (!clash) accepted.push({ ...s, fieldClass: cls ?? s.cls() });
+  }
+  return accepted;
+}
+
+/** The field type of an accepted box: its class, and for text the finer type its label says. */
+function fieldType(cls: FieldClass, p: Proposal, lineHeight: number): FieldType {
+  if (cls === 'checkbox') return 'checkbox';
+  const type = typeFor(p.label, p, lineHeight);
+  if (cls === 'signature') return type === 'initials' ? 'initials' : 'digital_signature';
+  return type === 'digital_signature' || type === 'initials' ? 'short_text' : type;
+}
+
+/** A page's proposals and their feature rows (the model's input; the export writes the same). */
+export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; features: number[][] } {
+  const proposals = proposeCandidates(page);
+  return { proposals, features: proposals.length ? proposalFeatures(page, proposals) : [] };
+}
+
+/** The layout fields of one page: proposals scored, calibrated, suppressed and thresholded. */
+export function detectLayout(page: PageGraphics, pageNumber: number, model: LayoutModel = defaultModel()): DetectedField[] {
+  const { proposals, features } = proposalsOf(page);
+  const row = new Float32Array(model.features.length);
+  const scored = proposals.map((proposal, i) => {
+    const values = features[i]!;
+    for (let f = 0; f < row.length; f++) row[f] = values[f]!;
+    const m = margin(model.field, row);
+    return { proposal, margin: m, probability: calibrate(model, m), index: i };
+  });
+  // Best first; equal margins in proposal order, so that a page always gives the same fields.
+  scored.sort((a, b) => b.margin - a.margin || a.index - b.index);
+  const accepted = suppress(
+    scored.map((s) => ({
+      ...s,
+      box: s.proposal,
+      cls: () => classOf(model, Float32Array.from(features[s.index]!)),
+    })),
+    model,
+  );
+  const lineHeight = lineHeightOf(page);
+  const fields: DetectedField[] = [];
+  for (const a of accepted) {
+    const p = a.proposal;
+    const field = toField({ ...p, type: fieldType(a.fieldClass, p, lineHeight) }, pageNumber, page, Math.round(a.probability * 1000) / 1000);
+    if (field) fields.push(field);
+  }
+  return fields;
+}
+
+/**
+ * Where the committed model is: beside this module when run from source, and the same file in
+ * the source tree when run from the build (dist/src/detect/model.js), which does not copy it.
+ */
+export function modelPath(): string {
+  const fromSource = import.meta.url.endsWith('.ts');
+  return fileURLToPath(new URL(fromSource ? './model/layout-model.json' : '../../../src/detect/model/layout-model.json', import.meta.url));
+}
+
+/** Reads and checks a model file. */
+export function loadModel(file: string): LayoutModel {
+  return parseModel(JSON.parse(fs.readFileSync(file, 'utf8')));
+}
+
+let committed: LayoutModel | null = null;
+
+/** The committed model, read once per thread. */
+export function defaultModel(): LayoutModel {
+  committed ??= loadModel(modelPath());
+  return committed;
+}

@@ -1,0 +1,131 @@
+import { Socket } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../domain/errors.js';
+import { writeRawAnswer } from './raw-answers.js';
+
+export interface BodyRateOptions {
+  /** The least average rate a request body must keep, in bytes per second; 0 turns the check off. */
+  minBytesPerSecond: number;
+  /** How long a body may take before its average rate is judged (slow starts, TCP ramp-up). */
+  graceMs: number;
+  /** How often the in-flight bodies are looked at. */
+  checkEveryMs?: number;
+}
+
+interface Watched {
+  reply: FastifyReply;
+  startedAt: number;
+  /** The socket's byte count when the request's headers had arrived. */
+  bytesAtStart: number;
+}
+
+/**
+ * A body that trickles in (slow-loris: one byte a second) holds a socket, a temporary file and an
+ * upload slot for as long as the request timeout allows. Every request whose body is still
+ * arriving is looked at once a second: once past the grace period, a body whose average rate
+ * since its headers is below the minimum is refused with 408 `request_timeout` (written on the
+ * socket, which is then closed; the handler waiting for the body sees it end, and an upload
+ * removes its temporary file). One timer for all requests, no per-chunk work: the socket's own
+ * byte count is the measure.
+ */
+export function watchBodyRate(app: FastifyInstance, options: BodyRateOptions): void {
+  if (options.minBytesPerSecond <= 0) return;
+  const watched = new Map<FastifyRequest, Watched>();
+  app.addHook('onRequest', (request, reply, done) => {
+    // A request without a body (or whose body came with its headers) is complete already; one
+    // injected without a network (tests, `app.inject`) has no socket to measure.
+    if (!request.raw.complete && request.raw.socket instanceof Socket) watched.set(request, { reply, startedAt: Date.now(), bytesAtStart: request.raw.socket.bytesRead });
+    done();
+  });
+  // A request answered before its body arrived (refused by the guard, say) stays watched: Node
+  // reads the rest of the body before the connection can serve another request.
+  app.addHook('onResponse', (request, _reply, done) => {
+    if (request.raw.complete) watched.delete(request);
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    watched.delete(request);
+    done();
+  });
+
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const [request, watch] of watched) {
+      const socket = request.raw.socket;
+      if (request.raw.complete || socket.destroyed) {
+        watched.delete(request);
+        continue;
+      }
+      const elapsed = now - watch.startedAt;
+      if (elapsed < options.graceMs) continue;
+      const rate = ((socket.bytesRead - watch.bytesAtStart) * 1000) / elapsed;
+      if (rate >= options.minBytesPerSecond) continue;
+      watched.delete(request);
+      request.log.info({ bytesPerSecond: Math.round(rate), ms: elapsed }, 'request body too slow: refused');
+      // Answered already: the connection is simply closed.
+      if (watch.reply.raw.headersSent) {
+        socket.destroy();
+        continue;
+      }
+      writeRawAnswer(
+        socket,
+        new AppError(
+          'request_timeout',
+          `The request body arrived at ${Math.round(rate)} bytes/s on average; this service needs at least ${options.minBytesPerSecond} bytes/s after the first ${options.graceMs / 1000} s. Send it again over a faster connection.`,
+        ),
+        { 'x-request-id': request.id },
+      );
+    }
+  }, options.checkEveryMs ?? 1000);
+  timer.unref();
+  app.addHook('onClose', (_instance, done) => {
+    clearInterval(timer);
+    done();
+  });
+}
+
+export interface UploadSlotOptions {
+  /** Uploads of one workspace that may be in flight at once. */
+  perWorkspace: number;
+  /** Uploads in flight at once in this process, all workspaces together. */
+  total: number;
+}
+
+/**
+ * Bounds the uploads in flight (from the request's arrival to its answer), per workspace and in
+ * all: each holds a socket, a temporary file and soon a place in the analysis queue. One
+ * workspace over its share is told 429 `rate_limited` (its own doing); the process at its total
+ * answers 503 `unavailable`. Both say when to retry, and the body is not read.
+ */
+export class UploadSlots {
+  private readonly byWorkspace = new Map<string, number>();
+  private inFlight = 0;
+
+  constructor(private readonly options: UploadSlotOptions) {}
+
+  /** Takes a slot for `workspaceId`, or throws; the returned function gives it back (once). */
+  acquire(workspaceId: string): () => void {
+    const mine = this.byWorkspace.get(workspaceId) ?? 0;
+    if (mine >= this.options.perWorkspace) {
+      throw new AppError(
+        'rate_limited',
+        `At most ${this.options.perWorkspace} uploads per workspace may be in progress at once; wait for one to finish.`,
+        { 'retry-after': '5' },
+      );
+    }
+    if (this.inFlight >= this.options.total) {
+      throw new AppError('unavailable', 'The service is receiving as many uploads as it takes at once; retry shortly.', { 'retry-after': '5' });
+    }
+    this.byWorkspace.set(workspaceId, mine + 1);
+    this.inFlight++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      const left = (this.byWorkspace.get(workspaceId) ?? 1) - 1;
+      if (left === 0) this.byWorkspace.delete(workspaceId);
+      else this.byWorkspace.set(workspaceId, left);
+    };
+  }
+}

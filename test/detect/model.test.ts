@@ -1,0 +1,186 @@
+/**
+ * The learned layout detector's run-time half (src/detect/model.ts): the committed model loads and
+ * finds the obvious fields of generated pages (and none on running text); the tree evaluator,
+ * the calibration and the suppression do what their contracts say, checked on hand-made inputs.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { describe, it } from 'node:test';
+import { FEATURE_NAMES } from '../../src/detect/features.js';
+import { calibrate, classOf, defaultModel, margin, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
+import { iou } from '../../src/detect/geometry.js';
+import { detect, drawPdf, points, show } from '../helpers/layout-pdf.js';
+
+const committed = () => JSON.parse(fs.readFileSync(modelPath(), 'utf8')) as Record<string, unknown>;
+
+describe('the committed layout model', () => {
+  it('loads: its features are FEATURE_NAMES, its trees and calibration are well formed', () => {
+    const model = defaultModel();
+    assert.deepEqual(model.features, [...FEATURE_NAMES]);
+    assert.ok(model.field.trees.length > 0 && model.class.trees.length > 0);
+    assert.ok(model.threshold > 0 && model.threshold < 1);
+  });
+
+  it('is small enough to commit (under 2 MB)', () => {
+    assert.ok(fs.statSync(modelPath()).size < 2_000_000);
+  });
+
+  it('is refused when its feature names are not those of features.ts', () => {
+    const json = committed();
+    const features = [...(json.features as string[])];
+    [features[0], features[1]] = [features[1]!, features[0]!];
+    assert.throws(() => parseModel({ ...json, features }), /feature names/);
+    assert.throws(() => parseModel({ ...json, features: features.slice(1) }), /feature names/);
+  });
+});
+
+/** Fill-in lines of a small generated form: label, its baseline (PDF y), the rule's x1 and x2, where the label starts. */
+const LINES: Array<[string, number, number, number, number]> = [
+  ['Full name:', 660, 130, 540, 72],
+  ['Address:', 630, 120, 540, 72],
+  ['City:', 600, 102, 330, 72],
+  ['ZIP code:', 600, 400, 540, 350],
+  ['Phone:', 570, 110, 300, 72],
+  ['Email:', 570, 350, 540, 315],
+  ['Date of birth:', 540, 145, 300, 72],
+];
+
+/** A one-page membership form: a heading, instructions, labelled fill-in lines and a Yes/No question with drawn boxes. */
+const membershipForm = () =>
+  drawPdf([
+    {
+      draw: (d) => {
+        d.text('Membership application', 72, 740, 16);
+        d.text('Please fill in this form in capital letters and return it to the club secretary.', 72, 715, 10);
+        d.text('All fields are required unless marked optional.', 72, 702, 10);
+        for (const [label, y, x1, x2, lx] of LINES) {
+          d.text(label, lx, y, 10);
+          d.rule(x1, x2, y - 2, 0.75);
+        }
+        d.text('Are you a resident of this state?', 72, 505, 10);
+        d.box(250, 504, 9, 9);
+        d.text('Yes', 263, 505, 10);
+        d.box(300, 504, 9, 9);
+        d.text('No', 313, 505, 10);
+      },
+    },
+  ]);
+
+describe('the committed model on generated pages', () => {
+  it('labelled fill-in lines: a text field on each rule (IoU ≥ 0.5 with the line\'s writing band, as the corpus scores), confidently', async () => {
+    const result = await detect(await membershipForm());
+    const text = result.fields.filter((f) => f.type !== 'checkbox');
+    assert.equal(text.length, LINES.length, show(text));
+    for (const [label, y, x1, x2] of LINES) {
+      // The band a person writes in: the rule's extent, a line's height (14 pt) over it.
+      const bottom = (792 - y + 2) / 792;
+      const band = { x: x1 / 612, y: bottom - 14 / 792, width: (x2 - x1) / 612, height: 14 / 792 };
+      const field = text.find((f) => iou(f.rect, band) >= 0.5);
+      assert.ok(field, `a field on the rule of ${label}: ${show(text)}`);
+      assert.ok(field.confidence >= 0.6, `${label}: confidence ${field.confidence}`);
+      assert.equal(field.label, label);
+    }
+    // Types from the labels.
+    assert.deepEqual(
+      ['Phone:', 'Email:', 'Date of birth:'].map((label) => text.find((f) => f.label === label)?.type),
+      ['phone', 'email', 'date'],
+    );
+  });
+
+  it('a drawn check box beside an option word ("Yes"): a check box at the square, confidently; no check box anywhere else', async () => {
+    const result = await detect(await membershipForm());
+    const boxes = result.fields.filter((f) => f.type === 'checkbox');
+    const at = (x: number) => boxes.find((b) => Math.abs(points(b).x1 - x) <= 2 && Math.abs(points(b).y2 - (792 - 504)) <= 2);
+    const yes = at(250);
+    assert.ok(yes, show(result.fields));
+    assert.equal(yes.label, 'Yes');
+    assert.ok(yes.confidence >= 0.6, `confidence ${yes.confidence}: ${show([yes])}`);
+    for (const box of boxes) assert.ok(box === yes || box === at(300), `a check box where none is drawn: ${show([box])}`);
+  });
+
+  it('a page of plain paragraph text: no field', async () => {
+    const sentence = 'The applicant declares that the information given in this form is true and complete to the best of their knowledge.';
+    const result = await detect(
+      await drawPdf([
+        {
+          draw: (d) => {
+            d.text('General conditions', 72, 740, 14);
+            for (let i = 0; i < 30; i++) d.text(sentence.slice(0, 70 + (i % 3) * 10), 72, 710 - i * 14, 10);
+          },
+        },
+      ]),
+    );
+    assert.deepEqual(result.fields, [], show(result.fields));
+  });
+});
+
+/**
+ * A tree by hand: x0 < 1 ? (x1 < 5 ? 0.1 : 0.2) : 0.3. Node 2 is the leaf right of the root, nodes
+ * 3 and 4 the leaves under node 1; a missing x0 goes right, a missing x1 left.
+ */
+const tree: Tree = { f: [0, 1, -1, -1, -1], v: [1, 5, 0.3, 0.1, 0.2], l: [1, 3, -1, -1, -1], r: [2, 4, -1, -1, -1], d: [0, 1, 0, 0, 0] };
+
+describe('the tree evaluator', () => {
+  it('walks a hand-written tree: below the threshold goes left, at or above it right', () => {
+    assert.equal(treeValue(tree, [0, 0]), 0.1);
+    assert.equal(treeValue(tree, [0.999, 4.99]), 0.1);
+    assert.equal(treeValue(tree, [0, 5]), 0.2);
+    assert.equal(treeValue(tree, [1, 0]), 0.3);
+    assert.equal(treeValue(tree, [7, 100]), 0.3);
+  });
+
+  it('sends a missing value where the tree says', () => {
+    assert.equal(treeValue(tree, [NaN, 0]), 0.3);
+    assert.equal(treeValue(tree, [0, NaN]), 0.1);
+  });
+
+  it('adds the base margin and every tree; the class model picks the class of the highest sum', () => {
+    const other: Tree = { f: [1, -1, -1], v: [2, -1, 1], l: [1, -1, -1], r: [2, -1, -1], d: [0, 0, 0] };
+    assert.ok(Math.abs(margin({ baseMargin: -0.5, trees: [tree, other] }, [0, 0]) - (-0.5 + 0.1 - 1)) < 1e-12);
+    assert.ok(Math.abs(margin({ baseMargin: 0, trees: [tree, other] }, [3, 9]) - 1.3) < 1e-12);
+    const model = { class: { baseMargin: 0.5, trees: [tree, other, tree], treeClass: [0, 1, 2] } } as unknown as LayoutModel;
+    assert.equal(classOf(model, [3, 9]), 'checkbox');
+    assert.equal(classOf(model, [3, 0]), 'text');
+  });
+
+  it('refuses a tree whose children do not come after their node (a walk that could loop)', () => {
+    const json = committed();
+    const field = json.field as { baseMargin: number; trees: Tree[] };
+    const looping: Tree = { f: [0, 0, -1], v: [1, 1, 0], l: [1, 0, -1], r: [2, 2, -1], d: [0, 0, 0] };
+    assert.throws(() => parseModel({ ...json, field: { ...field, trees: [looping] } }), /children/);
+  });
+});
+
+describe('calibration and suppression', () => {
+  const cal = { calibration: { x: [-2, 0, 2], y: [0.1, 0.5, 0.9] } };
+
+  it('calibration is linear between the table points and flat past its ends', () => {
+    assert.equal(calibrate(cal, -10), 0.1);
+    assert.equal(calibrate(cal, 10), 0.9);
+    assert.ok(Math.abs(calibrate(cal, 1) - 0.7) < 1e-12);
+    assert.ok(Math.abs(calibrate(cal, -1.5) - 0.2) < 1e-12);
+  });
+
+  const nms = { threshold: 0.5, nms: { iou: 0.3, contain: 0.7 } };
+  const box = (x: number, y: number, w: number, h: number, probability: number, cls: FieldClass) => ({ box: { x, y, w, h }, probability, cls: () => cls });
+
+  it('keeps the best of overlapping boxes, and boxes that only touch', () => {
+    const kept = suppress([box(0, 0, 100, 20, 0.9, 'text'), box(5, 0, 100, 20, 0.8, 'text'), box(100, 0, 50, 20, 0.7, 'text')], nms);
+    assert.deepEqual(
+      kept.map((k) => k.box.x),
+      [0, 100],
+    );
+  });
+
+  it('drops a box mostly inside an accepted one of its class, not one of another class', () => {
+    const kept = suppress([box(0, 0, 200, 60, 0.9, 'text'), box(10, 10, 40, 12, 0.8, 'text'), box(60, 10, 10, 10, 0.8, 'checkbox')], nms);
+    assert.deepEqual(
+      kept.map((k) => k.fieldClass),
+      ['text', 'checkbox'],
+    );
+  });
+
+  it('accepts nothing under the threshold', () => {
+    assert.deepEqual(suppress([box(0, 0, 10, 10, 0.49, 'checkbox')], nms), []);
+  });
+});
