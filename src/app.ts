@@ -28,6 +28,8 @@ import { createKeyVerifier } from './store/keys.js';
 import { createLogger } from './log.js';
 import { makeClientErrorHandler } from './http/raw-answers.js';
 import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
+import { registerIdempotency } from './http/idempotency.js';
+import { registerConditionalRequests } from './http/conditional.js';
 
 export interface AppDeps {
   store: Store;
@@ -186,6 +188,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const existing = route.preValidation;
     route.preValidation = existing ? [camelize, ...(Array.isArray(existing) ? existing : [existing])] : camelize;
   });
+  // Before compression (registered below): both keep and tag the uncompressed answer.
+  registerIdempotency(app, { store: deps.store, now, requestTimeoutMs: limits.requestTimeoutMs, maxUploadBytes: deps.maxUploadBytes });
+  registerConditionalRequests(app, deps.store.db);
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
