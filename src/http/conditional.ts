@@ -166,8 +166,9 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
   app.addHook('preHandler', async (request) => {
     if (request.method !== 'PUT' && request.method !== 'DELETE') return;
     const header = request.headers['if-match'];
-    if (header === undefined || !request.principal) return;
-    const shape = routeShape(request.routeOptions.url ?? '');
+    const url = request.routeOptions.url;
+    if (header === undefined || !request.principal || url === undefined) return;
+    const shape = routeShape(url);
     const lookup = RESOURCE_TAGS.get(shape);
     if (!lookup) throw new Error(`If-Match: no tag lookup for ${request.method} ${shape} (conditional.ts, RESOURCE_TAGS)`);
     const params = Object.values((request.params ?? {}) as Record<string, string>);
