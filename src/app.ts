@@ -30,6 +30,7 @@ import { makeClientErrorHandler } from './http/raw-answers.js';
 import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerConditionalRequests } from './http/conditional.js';
+import { applyOperationMeta, finishOpenApi } from './http/openapi-meta.js';
 
 export interface AppDeps {
   store: Store;
@@ -191,6 +192,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before compression (registered below): both keep and tag the uncompressed answer.
   registerIdempotency(app, { store: deps.store, now, requestTimeoutMs: limits.requestTimeoutMs, maxUploadBytes: deps.maxUploadBytes });
   registerConditionalRequests(app, deps.store.db);
+  applyOperationMeta(app);
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
@@ -227,7 +229,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           if (body && optionalBodies.has(`${method} ${path}`)) body.required = false;
         }
       }
-      return spec;
+      return finishOpenApi(spec);
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
