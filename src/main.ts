@@ -101,6 +101,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
     http: config.http,
+    metrics: config.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
   });
   if (!flags['no-worker']) {
