@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { addRouteHook } from './idempotency.js';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { AppError } from '../domain/errors.js';
 import type { Database } from '../store/schema.js';
@@ -151,19 +152,23 @@ class KeyedQueue {
 }
 
 export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Database>): void {
-  const tagged = new Set<string>();
   const releases = new WeakMap<FastifyRequest, () => void>();
   const queue = new KeyedQueue();
 
+  // Route hooks, on the routes concerned only: nothing is added to other requests' path.
   app.addHook('onRoute', (route: RouteOptions) => {
     const shape = routeShape(route.url);
     if (!shape.startsWith('/api/v1/')) return;
-    for (const method of [route.method].flat()) {
-      if (method === 'PUT' || (method === 'GET' && shape.endsWith('/:') && !OWN_VALIDATORS.has(shape))) tagged.add(`${method} ${shape}`);
+    const methods = [route.method].flat();
+    if (methods.includes('PUT') || methods.includes('DELETE')) {
+      addRouteHook(route, 'preHandler', checkIfMatch);
+      addRouteHook(route, 'onResponse', release);
+      addRouteHook(route, 'onRequestAbort', release);
     }
+    if (methods.includes('PUT') || (methods.includes('GET') && shape.endsWith('/:') && !OWN_VALIDATORS.has(shape))) addRouteHook(route, 'onSend', tag);
   });
 
-  app.addHook('preHandler', async (request) => {
+  async function checkIfMatch(request: FastifyRequest) {
     if (request.method !== 'PUT' && request.method !== 'DELETE') return;
     const header = request.headers['if-match'];
     const url = request.routeOptions.url;
@@ -172,8 +177,7 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
     const lookup = RESOURCE_TAGS.get(shape);
     if (!lookup) throw new Error(`If-Match: no tag lookup for ${request.method} ${shape} (conditional.ts, RESOURCE_TAGS)`);
     const params = Object.values((request.params ?? {}) as Record<string, string>);
-    const release = await queue.acquire(`${shape} ${params.join(' ')}`);
-    releases.set(request, release);
+    releases.set(request, await queue.acquire(`${shape} ${params.join(' ')}`));
     const current = await lookup(db, request.principal.workspaceId, params);
     // An unknown resource is the handler's to answer (404), exactly as without the header.
     if (current === undefined) return;
@@ -184,31 +188,29 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
         'The resource has changed since the ETag sent in If-Match was read; nothing was changed. GET it again, redo the change on it and send that ETag.',
       );
     }
-  });
+  }
 
-  const release = (request: FastifyRequest) => {
+  async function release(request: FastifyRequest) {
     const done = releases.get(request);
     if (done) {
       releases.delete(request);
       done();
     }
-  };
-  app.addHook('onResponse', async (request) => release(request));
-  app.addHook('onRequestAbort', async (request) => release(request));
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  async function tag(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
-    if (!tagged.has(`${request.method} ${routeShape(request.routeOptions.url ?? '')}`)) return payload;
-    const tag = tagOfAnswer(payload);
-    reply.header('etag', tag);
+    if (request.method !== 'GET' && request.method !== 'PUT') return payload;
+    const etag = tagOfAnswer(payload);
+    reply.header('etag', etag);
     const header = request.headers['if-none-match'];
     if (request.method === 'GET' && header !== undefined) {
       const tags = parseTags(header);
-      if (tags.includes('*') || tags.includes(tag)) {
+      if (tags.includes('*') || tags.includes(etag)) {
         reply.code(304).removeHeader('content-type').removeHeader('content-length');
         return null;
       }
     }
     return payload;
-  });
+  }
 }

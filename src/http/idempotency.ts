@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type {} from '@fastify/multipart';
 import { AppError } from '../domain/errors.js';
 import type { Store } from '../store/db.js';
@@ -53,7 +53,15 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
   const replayed = new WeakSet<FastifyRequest>();
   let lastSweep = 0;
 
-  app.addHook('preHandler', async (request, reply) => {
+  // On the POST routes of the API only (route hooks: nothing is added to other requests' path).
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (![route.method].flat().includes('POST') || !route.url.startsWith('/api/v1/')) return;
+    addRouteHook(route, 'preHandler', claim);
+    addRouteHook(route, 'onSend', keep);
+    addRouteHook(route, 'onResponse', letGo);
+  });
+
+  async function claim(request: FastifyRequest, reply: FastifyReply) {
     if (request.method !== 'POST' || !request.principal) return;
     const key = request.headers[IDEMPOTENCY_HEADER];
     if (key === undefined) return;
@@ -99,9 +107,9 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
     for (const [name, value] of Object.entries(headers)) reply.header(name, value);
     reply.header('idempotent-replayed', 'true');
     return reply.code(row.response_status ?? 200).send(row.response_body ?? '');
-  });
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const state = pending.get(request);
     if (!state || state.settled || replayed.has(request)) return payload;
     state.settled = true;
@@ -125,16 +133,24 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       request.log.error({ err: error }, 'could not keep the answer of an idempotent request');
     }
     return payload;
-  });
+  }
 
-  // A request that ended without an answer being sent (the client went away before the handler
-  // finished is still answered; this covers a reply that never reached onSend).
-  app.addHook('onResponse', async (request) => {
+  // A request that ended without its answer passing onSend lets its key go.
+  async function letGo(request: FastifyRequest) {
     const state = pending.get(request);
     if (!state || state.settled) return;
     state.settled = true;
     await releaseKey(store.db, state.workspaceId, state.key).catch(() => {});
-  });
+  }
+}
+
+type HookName = 'preHandler' | 'onSend' | 'onResponse' | 'onRequestAbort';
+
+/** Adds `hook` to one route's own hooks of `name`, after those it has. */
+export function addRouteHook(route: RouteOptions, name: HookName, hook: (...args: never[]) => unknown): void {
+  const options = route as unknown as Record<HookName, unknown>;
+  const existing = options[name];
+  options[name] = existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
 }
 
 function splitUrl(url: string): [string, string] {
