@@ -63,7 +63,7 @@ export const OPERATIONS: Record<string, OperationMeta> = {
     'The document created',
     ['file_too_large', 'unsupported_file_type', 'unreadable_document'],
   ),
-  'GET /api/v1/documents/{id}': op('getDocument', 'Documents', 'Get a document', 'The document with its fields in order, and a signed `downloadUrl` of its file.', 'The document with its fields'),
+  'GET /api/v1/documents/{id}': op('getDocument', 'Documents', 'Get a document', 'The document with its fields in order.', 'The document with its fields'),
   'PUT /api/v1/documents/{id}': op(
     'updateDocument',
     'Documents',

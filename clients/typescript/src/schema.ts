@@ -290,7 +290,7 @@ export interface paths {
         };
         /**
          * Get a document
-         * @description The document with its fields in order, and a signed `downloadUrl` of its file.
+         * @description The document with its fields in order.
          */
         get: operations["getDocument"];
         /**
