@@ -8,12 +8,6 @@ export function workspaceOf(request: FastifyRequest): string {
   return request.principal.workspaceId;
 }
 
-/** The id of the API key behind an authenticated request (revisions record who published). */
-export function keyIdOf(request: FastifyRequest): string {
-  if (!request.principal) throw new AppError('missing_api_key', 'Send your API key in the header "Authorization: Bearer <API key>".');
-  return request.principal.keyId;
-}
-
 /** Who is asking (the verified key), as the services take it. */
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new AppError('missing_api_key', 'Send your API key in the header "Authorization: Bearer <API key>".');

@@ -1,15 +1,10 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
-import { AppError, invalid, notFound } from '../domain/errors.js';
-import { newId } from '../domain/ids.js';
 import type { LogicForm, LogicRule } from '../domain/logic.js';
-import { normalizeOptions } from '../domain/question-options.js';
 import type { Priority, QuestionType } from '../domain/questions.js';
-import { assertLogicLimits, assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
 import type { Dialect, Store } from './db.js';
-import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
+import type { Siblings } from './ordering.js';
 import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
 import { preparedQuery } from './prepared.js';
-import { count, LIMITS } from '../domain/limits.js';
 
 
 export interface SectionView {
