@@ -244,4 +244,3 @@ export async function publishDocument(
   if (!published) throw noChanges('document');
   return published;
 }
-

@@ -9,7 +9,7 @@ import { lockLiveForm, nextStamp } from '../../store/live.js';
 import type { Database } from '../../store/schema.js';
 import type { Deps } from '../deps.js';
 
-/** What the use cases on a form's sections, questions and rules share. */
+// What the use cases on a form's sections, questions and rules share.
 
 const ROOM = { questions: LIMITS.questionsPerForm, sections: LIMITS.sectionsPerForm, rules: LIMITS.rulesPerForm } as const;
 
@@ -25,7 +25,6 @@ export function assertQuestionSize(view: QuestionView): void {
   }
 }
 
-
 /** A form that grew past `LIMITS.formBytes`: `413`, the transaction rolled back by the caller. */
 async function assertFormSize(trx: Transaction<Database>, formId: string): Promise<void> {
   const bytes = await formBytes(trx, formId);
@@ -34,8 +33,8 @@ async function assertFormSize(trx: Transaction<Database>, formId: string): Promi
   }
 }
 
-export /** Calculations whose formula refers to `questionId`. */
-function formulasUsing(content: FormContent, questionId: string): QuestionView[] {
+/** Calculations whose formula refers to `questionId`. */
+export function formulasUsing(content: FormContent, questionId: string): QuestionView[] {
   return content.questions.filter((q) => q.type === 'calculation' && String(q.options.formula ?? '').includes(`{{${questionId}}}`));
 }
 
@@ -44,8 +43,8 @@ function formulasUsing(content: FormContent, questionId: string): QuestionView[]
  * in the workspace and is not archived, with the form's content loaded; marks the draft changed
  * afterwards, checking first that it is not over the size limit, and moves its stamp
  * (`nextStamp`: what tells every server's caches the draft changed), unless `work` answers
- * `{ changed: false }`. Every change of a form's content goes through here: its one transaction, where the change
- * commits.
+ * `{ changed: false }`. Every change of a form's content goes through here: its one
+ * transaction, where the change commits.
  */
 export async function editFormDraft<T>(
   deps: Pick<Deps, 'store' | 'clock'>,
@@ -68,8 +67,8 @@ export async function editFormDraft<T>(
   });
 }
 
-export /** Checks a question's section and required flag; then its options, unless `rawOptions` is `null` (kept as stored). */
-function checkQuestion(
+/** Checks a question's section and required flag; then its options, unless `rawOptions` is `null` (kept as stored). */
+export function checkQuestion(
   merged: Omit<QuestionView, 'id' | 'formId' | 'order' | 'createdAt' | 'updatedAt'>,
   content: FormContent,
   selfId: string | null,
@@ -85,4 +84,3 @@ function checkQuestion(
 export function isShortForm(input: RuleInput): boolean {
   return input.sourceQuestionId !== undefined || input.operator !== undefined || input.value !== undefined;
 }
-

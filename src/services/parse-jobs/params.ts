@@ -23,4 +23,3 @@ export interface Applied {
   deletedFieldIds: string[];
   appliedAt: string;
 }
-

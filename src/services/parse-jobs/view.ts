@@ -59,4 +59,3 @@ export function toParseJob(row: JobRow, now: number): ParseJobView {
     completedAt: row.completed_at,
   };
 }
-
