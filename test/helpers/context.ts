@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../../src/domain/clock.js';
 import type { AiConfig } from '../../src/detect/ai.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -105,6 +106,8 @@ export interface TestContext {
 export interface ContextOptions {
   rateLimit?: number;
   now?: () => number;
+  /** The service's one clock (default: the system's; `now` alone sets it too). */
+  clock?: Clock;
   database?: TestDatabase;
   limiter?: RateLimiter;
   keyCacheTtlMs?: number;
@@ -139,7 +142,8 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
   const blobs = options.makeBlobs?.(dataDir) ?? new DiskBlobStore(dataDir);
   const pdf = new PdfAnalyzer();
-  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, ...options.queue });
+  const clock: Clock = options.clock ?? (options.now ? { now: options.now } : systemClock);
+  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), ...options.queue });
   let worker: ParseWorker | null = null;
   const app = await buildApp({
     store: database.store,
@@ -150,7 +154,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
     revisionBytesPerWorkspace: options.revisionBytesPerWorkspace,
     logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
-    now: options.now,
+    clock,
     keyCacheTtlMs: options.keyCacheTtlMs,
     http: options.http,
     metrics: options.metrics,
@@ -158,7 +162,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   });
   await app.ready();
   if (options.worker) {
-    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null });
+    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null, clock });
     worker.start();
   }
   return {
