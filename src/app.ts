@@ -19,6 +19,8 @@ import { operationRoutes } from './http/routes/operations.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
 import { makeValidatorCompiler } from './http/validation.js';
 import './http/types.js';
+import { DownloadSigner } from './blobs/download-url.js';
+import type { Staging } from './blobs/staging.js';
 import type { BlobStore } from './blobs/store.js';
 import type { LibreOfficeConverter } from './files/libreoffice.js';
 import type { PdfAnalyzer } from './files/pdf.js';
@@ -33,6 +35,14 @@ export interface AppDeps {
   store: Store;
   limiter: RateLimiter;
   blobs: BlobStore;
+  /** Local staging of uploads (under DATA_DIR/tmp), whatever the blob store. */
+  staging: Staging;
+  /** Signs `downloadUrl`s (default: a key of this process only; `serve` passes the deployment's shared one). */
+  downloadSigner?: DownloadSigner;
+  /** `PUBLIC_BASE_URL`: scheme, host and path prefix of signed download URLs (default: those of each request). */
+  publicBaseUrl?: string | null;
+  /** How long a `downloadUrl` works (default 900 s). */
+  downloadUrlExpiresS?: number;
   pdf: PdfAnalyzer;
   /** `null` when LibreOffice is not installed or turned off: DOCX pages then come from docProps/app.xml. */
   libreOffice: LibreOfficeConverter | null;
@@ -233,7 +243,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   operationRoutes(app, deps.store);
   formRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
   contentRoutes(app, deps.store);
-  documentRoutes(app, { ...deps, uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }) });
+  documentRoutes(app, {
+    ...deps,
+    uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }),
+    downloads: {
+      signer: deps.downloadSigner ?? new DownloadSigner(crypto.randomBytes(32)),
+      publicBaseUrl: deps.publicBaseUrl ?? null,
+      expiresS: deps.downloadUrlExpiresS ?? 900,
+      now,
+    },
+  });
   fieldRoutes(app, deps.store);
   revisionRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
   parseJobRoutes(app, deps.store, deps.jobs ?? { queue: new JobQueue(deps.store), wake: () => {}, aiConfigured: false });

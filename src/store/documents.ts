@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { AppError, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
 import type { Direction, FieldSpec, FieldType } from '../domain/fields.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Dialect, Store } from './db.js';
@@ -101,6 +102,13 @@ export async function getDocumentRow(db: Kysely<Database>, workspaceId: string, 
   return row;
 }
 
+/** A live document by id alone, in whichever workspace: for a signed download URL, whose signature names the document. */
+export async function getSignedDocumentRow(db: Kysely<Database>, id: string): Promise<DocumentRow> {
+  const row = await db.selectFrom('documents').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+  if (!row) throw notFound('Document');
+  return row;
+}
+
 export async function listFields(db: Kysely<Database>, documentId: string): Promise<FieldView[]> {
   const rows = await db.selectFrom('document_fields').selectAll().where('document_id', '=', documentId).orderBy('position').execute();
   return rows.map(toField);
@@ -188,7 +196,11 @@ export async function deleteDocument(db: Kysely<Database>, workspaceId: string, 
       .returning(['sha256', 'rendition_sha256'])
       .execute();
     if (rows.length === 0) throw notFound('Document');
-    return [...new Set([...rows, ...kept].flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null))];
+    const hashes = [...new Set([...rows, ...kept].flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null))];
+    // In the blob journal with the delete: a crash before the files are removed leaves entries
+    // that the sweep settles (blob-locks.ts).
+    if (hashes.length > 0) await trx.insertInto('blob_checks').values(hashes.map((sha256) => ({ id: newId(), sha256, reason: 'delete' as const, created_at: new Date().toISOString() }))).execute();
+    return hashes;
   });
 }
 
@@ -207,15 +219,3 @@ export async function unreferenced(db: Kysely<Database>, hashes: string[]): Prom
   return hashes.filter((h) => !inUse.has(h));
 }
 
-/** Every blob hash a row refers to: documents and the revisions that keep files (for the start-up sweep). */
-export async function referencedBlobs(db: Kysely<Database>): Promise<Set<string>> {
-  const referenced = new Set<string>();
-  for (const table of ['documents', 'document_revisions'] as const) {
-    const rows = await db.selectFrom(table).select(['sha256', 'rendition_sha256']).execute();
-    for (const r of rows) {
-      referenced.add(r.sha256);
-      if (r.rendition_sha256 !== null) referenced.add(r.rendition_sha256);
-    }
-  }
-  return referenced;
-}

@@ -5,7 +5,9 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
-import type { BlobStore, TempBlob } from '../../blobs/store.js';
+import type { DownloadSigner } from '../../blobs/download-url.js';
+import type { Staging, TempBlob } from '../../blobs/staging.js';
+import type { BlobStore, ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { analyzeUpload, MIME, UnsupportedFileType, type AnalyzeDeps } from '../../files/analyze.js';
@@ -19,27 +21,43 @@ import type { UploadSlots } from '../slow-clients.js';
 import {
   deleteDocument,
   getDocumentRow,
+  getSignedDocumentRow,
   insertDocument,
   listDocuments,
   listFields,
   toDocument,
   updateDocument,
+  type DocumentView,
 } from '../../store/documents.js';
+import type { DocumentRow } from '../../store/schema.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { keyIdOf, workspaceOf } from '../principal.js';
 import { Deleted, Ok, OkList, responses } from '../schemas/common.js';
-import { DocumentParams, DocumentSchema, DocumentWithFields, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
+import { DocumentParams, DocumentSchema, DocumentWithFields, FileQuery, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
 import { DeleteQuery, NoQuery } from '../schemas/forms.js';
 
 export interface DocumentRouteDeps extends AnalyzeDeps {
   store: Store;
   blobs: BlobStore;
+  /** Where uploads are received before they are accepted and put into `blobs`. */
+  staging: Staging;
+  /** Signed download URLs (`downloadUrl`). */
+  downloads: DownloadUrlDeps;
   maxUploadBytes: number;
   /** Bytes of revision snapshots one workspace may store (see `PublishOptions.budgetBytes`). */
   revisionBytesPerWorkspace?: number;
   uploads: UploadSlots;
 }
 
+
+export interface DownloadUrlDeps {
+  signer: DownloadSigner;
+  /** `PUBLIC_BASE_URL`; `null`: the scheme and host the request came to. */
+  publicBaseUrl: string | null;
+  expiresS: number;
+  /** Epoch milliseconds. */
+  now: () => number;
+}
 
 export const documentId = (id: string): string => pathId('Document', id);
 
@@ -57,6 +75,35 @@ export function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+/** Whether an `If-None-Match` header names `etag` (or is `*`); weak tags compare by their value. */
+function matchesEtag(header: string | string[] | undefined, etag: string): boolean {
+  if (typeof header !== 'string') return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === etag;
+  });
+}
+
+/**
+ * One byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`) of a file of `size` bytes, clamped to it;
+ * `null` for a header this server does not honour (several ranges, another unit, a malformed one:
+ * the whole file is sent, as RFC 9110 allows); `unsatisfiable` for a range past the end.
+ */
+export function parseRange(header: string, size: number): ByteRange | null | 'unsatisfiable' {
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === '' && match[2] === '')) return null;
+  if (match[1] === '') {
+    const suffix = Number(match[2]);
+    if (suffix === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(match[1]);
+  const end = match[2] === '' ? size - 1 : Math.min(Number(match[2]), size - 1);
+  if (match[2] !== '' && Number(match[2]) < start) return null;
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
 }
 
 function hashingCounter() {
@@ -143,9 +190,9 @@ function checkTitle(title: string | undefined): string | undefined {
   return trimmed;
 }
 
-/** Hashes `file` into a new temporary blob (a LibreOffice rendition, made outside the blob store). */
-async function copyIntoTemp(blobs: BlobStore, file: string): Promise<{ temp: TempBlob; sha256: string }> {
-  const temp = await blobs.createTemp();
+/** Hashes `file` into a new staged file (a LibreOffice rendition, made outside the staging area). */
+async function copyIntoTemp(staging: Staging, file: string): Promise<{ temp: TempBlob; sha256: string; size: number }> {
+  const temp = await staging.createTemp();
   const counter = hashingCounter();
   try {
     await pipeline(fs.createReadStream(file), counter.stream, temp.stream());
@@ -153,11 +200,11 @@ async function copyIntoTemp(blobs: BlobStore, file: string): Promise<{ temp: Tem
     await temp.discard();
     throw error;
   }
-  return { temp, sha256: counter.digest() };
+  return { temp, sha256: counter.digest(), size: counter.bytes() };
 }
 
 export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): void {
-  const { store, blobs } = deps;
+  const { store, blobs, staging } = deps;
   const tags = ['Documents'];
 
   app.post('/api/v1/documents', {
@@ -189,15 +236,15 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
   });
 
   async function storeUpload(request: FastifyRequest, reply: FastifyReply, workspaceId: string) {
-    const temp = await blobs.createTemp();
-    let rendition: { temp: TempBlob; sha256: string } | null = null;
+    const temp = await staging.createTemp();
+    let rendition: { temp: TempBlob; sha256: string; size: number } | null = null;
     let renditionPath: string | null = null;
     try {
       const upload = await receive(request, temp, deps.maxUploadBytes);
       const title = checkTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
       const analysis = await analyzeUpload(temp.path, deps, workspaceId);
       renditionPath = analysis.renditionPath;
-      if (renditionPath) rendition = await copyIntoTemp(blobs, renditionPath);
+      if (renditionPath) rendition = await copyIntoTemp(staging, renditionPath);
 
       // Files first, then the row, in one section that owns these hashes (the database's write
       // lock is taken only for the row): a crash in between leaves only unreferenced blobs, which
@@ -230,8 +277,8 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
           store,
           hashes,
           async () => {
-            await blobs.commit(temp, upload.sha256);
-            if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
+            await blobs.put(temp.path, upload.sha256, upload.sizeBytes);
+            if (rendition) await blobs.put(rendition.temp.path, rendition.sha256, rendition.size);
           },
           (trx) => insertDocument(trx, row),
         );
@@ -240,12 +287,26 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
         throw error;
       }
       reply.code(201).header('location', `/api/v1/documents/${document.id}`);
-      return { success: true, data: document };
+      return { success: true, data: await present(request, document) };
     } finally {
       await temp.discard();
       if (rendition) await rendition.temp.discard();
       if (renditionPath) await cleanupRendition(renditionPath);
     }
+  }
+
+  /** The document as answered: with a `downloadUrl` made now (a presigned URL of the store, or one formsign serves). */
+  async function present(request: FastifyRequest, document: DocumentView): Promise<DocumentView & { downloadUrl: string }> {
+    const { signer, publicBaseUrl, expiresS, now } = deps.downloads;
+    const presigned = await blobs.presign(document.sha256, {
+      expiresInS: expiresS,
+      contentType: MIME[document.fileType],
+      contentDisposition: contentDisposition(document.originalFilename),
+    });
+    if (presigned) return { ...document, downloadUrl: presigned };
+    const expires = Math.floor(now() / 1000) + expiresS;
+    const base = publicBaseUrl ?? `${request.protocol}://${request.host}`;
+    return { ...document, downloadUrl: `${base}${document.originalUrl}?expires=${expires}&signature=${signer.sign(document.id, expires)}` };
   }
 
   /** Removes the blobs among `hashes` that no row refers to any more. */
@@ -259,7 +320,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     handler: async (request) => {
       const page = applyPagination(request.query);
       const { items, total } = await listDocuments(store.db, workspaceOf(request), { status: request.query.status }, page);
-      return listEnvelope(items, total, page);
+      return listEnvelope(await Promise.all(items.map((item) => present(request, item))), total, page);
     },
   });
 
@@ -268,27 +329,61 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     schema: { tags, summary: 'Get a document with its fields', params: DocumentParams, querystring: NoQuery, response: responses(200, Ok(DocumentWithFields)) },
     handler: async (request) => {
       const row = await getDocumentRow(store.db, workspaceOf(request), documentId(request.params.id));
-      return { success: true, data: { ...toDocument(row), fields: await listFields(store.db, row.id) } };
+      return { success: true, data: { ...(await present(request, toDocument(row))), fields: await listFields(store.db, row.id) } };
     },
   });
 
-  app.get<{ Params: Static<typeof DocumentParams> }>('/api/v1/documents/:id/file', {
-    config: { grants: ['documents:read'] },
-    schema: { tags, summary: 'Download the original file', params: DocumentParams, querystring: NoQuery },
+  app.get<{ Params: Static<typeof DocumentParams>; Querystring: Static<typeof FileQuery> }>('/api/v1/documents/:id/file', {
+    config: { grants: ['documents:read'], signedDownload: true },
+    schema: {
+      tags,
+      summary: 'Download the original file (with the key, or through a signed downloadUrl without it); Range, ETag and If-None-Match',
+      params: DocumentParams,
+      querystring: FileQuery,
+    },
     handler: async (request, reply) => {
-      const row = await getDocumentRow(store.db, workspaceOf(request), documentId(request.params.id));
+      const id = documentId(request.params.id);
+      const { expires, signature } = request.query;
+      let row: DocumentRow;
+      if (signature !== undefined) {
+        const verdict = deps.downloads.signer.verify(id, expires ?? '', signature, deps.downloads.now());
+        if (verdict !== 'ok') {
+          throw new AppError('invalid_signature', verdict === 'expired' ? 'This download URL has expired: read the document again for a new downloadUrl.' : 'This download URL is not valid (its signature does not match): use the downloadUrl exactly as given.');
+        }
+        row = await getSignedDocumentRow(store.db, id);
+      } else {
+        row = await getDocumentRow(store.db, workspaceOf(request), id);
+      }
+      const etag = `"${row.sha256}"`;
+      const size = Number(row.size_bytes);
+      reply
+        .header('etag', etag)
+        .header('accept-ranges', 'bytes')
+        .header('cache-control', signature === undefined ? 'private, no-cache' : 'private, max-age=60')
+        .header('x-content-type-options', 'nosniff');
+      if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
+      let range: ByteRange | null = null;
+      const ifRange = request.headers['if-range'];
+      if (typeof request.headers.range === 'string' && (ifRange === undefined || ifRange === etag)) {
+        const asked = parseRange(request.headers.range, size);
+        if (asked === 'unsatisfiable') {
+          throw new AppError('range_not_satisfiable', `The file has ${size} bytes: ask for a range within bytes=0-${Math.max(0, size - 1)}.`, { 'content-range': `bytes */${size}` });
+        }
+        range = asked;
+      }
       let opened;
       try {
-        opened = await blobs.open(row.sha256);
+        opened = await blobs.open(row.sha256, range ?? undefined);
       } catch (error) {
-        request.log.error({ err: error, sha256: row.sha256 }, 'stored file missing');
+        request.log.error({ err: error, sha256: row.sha256, store: blobs.kind }, 'stored file cannot be read');
         throw error;
       }
-      reply
-        .header('content-type', row.mime_type)
-        .header('content-length', String(opened.size))
-        .header('content-disposition', contentDisposition(row.original_filename))
-        .header('x-content-type-options', 'nosniff');
+      reply.header('content-type', row.mime_type).header('content-disposition', contentDisposition(row.original_filename));
+      if (range) {
+        reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${opened.size}`).header('content-length', String(range.end - range.start + 1));
+      } else {
+        reply.header('content-length', String(opened.size));
+      }
       return reply.send(opened.stream);
     },
   });
@@ -302,7 +397,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
         title: checkTitle(request.body.title),
         status: request.body.status,
       }, { keyId: keyIdOf(request), budgetBytes: deps.revisionBytesPerWorkspace });
-      return { success: true, data: document };
+      return { success: true, data: await present(request, document) };
     },
   });
 
