@@ -55,7 +55,7 @@ describe('documents', () => {
     const doc = res.json().data;
     assert.equal(res.headers.location, `${DOCS}/${doc.id}`);
     assert.deepEqual(Object.keys(doc).sort(), [
-      'createdAt', 'currentVersion', 'fileType', 'hasUnpublishedChanges', 'id', 'originalFilename', 'originalUrl',
+      'createdAt', 'currentVersion', 'downloadUrl', 'fileType', 'hasUnpublishedChanges', 'id', 'originalFilename', 'originalUrl',
       'pageCount', 'pageDimensions', 'pageSource', 'sha256', 'sizeBytes', 'status', 'title', 'updatedAt', 'workspaceId',
     ]);
     assert.equal(doc.title, 'Service Agreement.pdf');
