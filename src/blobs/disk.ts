@@ -26,9 +26,10 @@ export class DiskBlobStore implements BlobStore {
     return path.join(this.blobs, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
   }
 
-  async put(file: string, sha256: string, _size?: number): Promise<void> {
+  async put(file: string, sha256: string, size?: number): Promise<void> {
     const target = this.pathOf(sha256);
     if (await fsp.stat(target).catch(() => null)) return;
+    if (size !== undefined && (await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
     await fsp.mkdir(path.dirname(target), { recursive: true });
     // The data must be on disk before the name points at it: a crash after the rename must not
     // leave a blob whose content was never written.

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -48,6 +49,7 @@ export class S3BlobStore implements BlobStore {
 
   async put(file: string, sha256: string, size: number): Promise<void> {
     if (await this.stat(sha256)) return;
+    if ((await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
     const upload = new Upload({
       client: this.client,
       params: { Bucket: this.config.bucket, Key: this.key(sha256), Body: fs.createReadStream(file, { highWaterMark: 1024 * 1024 }), ContentLength: size },
