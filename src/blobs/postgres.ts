@@ -28,13 +28,16 @@ export class PostgresBlobStore implements BlobStore {
           values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${new Date().toISOString()})
           on conflict (sha256) do nothing returning sha256`.execute(trx);
         if (inserted.rows.length === 0) return;
+        // One buffer for every chunk: the driver has copied a chunk into its message by the time
+        // its insert answers, so the next chunk may be read into the same memory.
+        const buffer = Buffer.allocUnsafe(Math.min(PG_CHUNK_BYTES, size));
         let written = 0;
         for (let seq = 0; written < size || seq === 0; seq++) {
-          const buffer = Buffer.allocUnsafe(Math.min(PG_CHUNK_BYTES, size - written));
-          const { bytesRead } = await handle.read(buffer, 0, buffer.length, written);
-          if (bytesRead !== buffer.length) throw new Error('the staged file is shorter than its recorded size');
-          await sql`insert into blob_chunks (sha256, seq, data) values (${sha256}, ${seq}, ${buffer})`.execute(trx);
-          written += bytesRead;
+          const length = Math.min(PG_CHUNK_BYTES, size - written);
+          const { bytesRead } = await handle.read(buffer, 0, length, written);
+          if (bytesRead !== length) throw new Error('the staged file is shorter than its recorded size');
+          await sql`insert into blob_chunks (sha256, seq, data) values (${sha256}, ${seq}, ${buffer.subarray(0, length)})`.execute(trx);
+          written += length;
           if (size === 0) break;
         }
         const { size: actual } = await handle.stat();
@@ -52,12 +55,22 @@ export class PostgresBlobStore implements BlobStore {
     const start = range?.start ?? 0;
     const end = range?.end ?? size - 1;
     const db = this.db;
+    const fetchChunk = async (seq: number): Promise<Buffer> => {
+      const result = await sql<{ data: Buffer }>`select data from blob_chunks where sha256 = ${sha256} and seq = ${seq}`.execute(db);
+      const data = result.rows[0]?.data;
+      if (!data) throw new BlobNotFound(sha256);
+      return data;
+    };
     async function* chunks(): AsyncGenerator<Buffer> {
       if (end < start) return;
-      for (let seq = Math.floor(start / chunkBytes); seq <= Math.floor(end / chunkBytes); seq++) {
-        const result = await sql<{ data: Buffer }>`select data from blob_chunks where sha256 = ${sha256} and seq = ${seq}`.execute(db);
-        const data = result.rows[0]?.data;
-        if (!data) throw new BlobNotFound(sha256);
+      const last = Math.floor(end / chunkBytes);
+      // One chunk fetched ahead while the reader takes the current one: two chunks in memory at most.
+      let next: Promise<Buffer> | null = fetchChunk(Math.floor(start / chunkBytes));
+      for (let seq = Math.floor(start / chunkBytes); seq <= last; seq++) {
+        const data = await next!;
+        next = seq < last ? fetchChunk(seq + 1) : null;
+        // An error of the one fetched ahead surfaces when it is awaited, not as an unhandled rejection.
+        next?.catch(() => {});
         const offset = seq * chunkBytes;
         yield data.subarray(Math.max(0, start - offset), Math.min(data.length, end - offset + 1));
       }

@@ -16,8 +16,8 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Config } from '../config.js';
 import { BlobNotFound, checkHash, SHA256, type BlobStore, type ByteRange, type PresignOptions } from './store.js';
 
-/** Multipart parts of 8 MiB, two in flight: at most 16 MiB of a file in memory, whatever its size. */
-const PART_BYTES = 8 * 1024 * 1024;
+/** Multipart parts of 5 MiB (S3's least), two in flight: at most 10 MiB of a file in memory, whatever its size. */
+const PART_BYTES = 5 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
 
 /**
