@@ -140,7 +140,7 @@ async function main(): Promise<void> {
   const store = createStore({ databaseUrl: null, sqlitePath: path.join(dataDir, 'formsign.sqlite') });
   await migrate(store);
   const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['documents:write', 'documents:read', 'forms:read'], expiresAt: null });
-  const form = await createForm(store.db, info.workspaceId, { title: 'Probe' });
+  const form = await createForm(store.db, info.workspaceId, { title: 'Probe' }, new Date().toISOString());
   await store.close();
 
   // PostgreSQL for the postgres and s3 stores (one database, dropped at the end); the s3 peer.

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { systemClock } from './domain/clock.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
@@ -101,13 +102,14 @@ async function serve(config: Config, args: string[]): Promise<void> {
   const { serverSecret } = await import('./store/secrets.js');
   const downloadSigner = new DownloadSigner(await serverSecret(store.db, 'download_url'));
   // At start-up on SQLite no upload is in flight (one server): no grace.
-  const swept = await sweepBlobs(store, blobs, staging, store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS);
+  const clock = systemClock;
+  const swept = await sweepBlobs(store, blobs, staging, store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now());
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
   let worker: InstanceType<typeof ParseWorker> | null = null;
   const app = await buildApp({
     store,
@@ -124,17 +126,18 @@ async function serve(config: Config, args: string[]): Promise<void> {
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
     http: config.http,
+    clock,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
   });
   if (!flags['no-worker']) {
-    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config) });
+    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config), clock });
     worker.start();
   }
   app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
   app.log.info(`stored files: ${blobs.kind}`);
   if (swept.temps || swept.partial || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
-    sweepBlobs(store, blobs, staging, BLOB_SWEEP_GRACE_MS).then(
+    sweepBlobs(store, blobs, staging, BLOB_SWEEP_GRACE_MS, clock.now()).then(
       (result) => (result.temps || result.blobs) && app.log.info(result, 'removed unreferenced files'),
       (error: unknown) => app.log.warn({ err: error }, 'periodic sweep of stored files failed'),
     );
@@ -185,9 +188,10 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const log = createLogger(config.logLevel, { base: { pid: process.pid, role: 'worker' } });
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
+  const clock = systemClock;
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
   const blobs = await openBlobStore(config, store);
-  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config) }));
+  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config), clock }));
   for (const w of all) w.start();
   log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
   let stopping = false;
@@ -252,7 +256,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
     if (name.length === 0 || name.length > 100) throw new UsageError('--name must be 1–100 characters');
     if (values.grants === undefined) throw new UsageError('--grants is required, e.g. --grants forms:read,forms:write');
     const grants = parseGrants(values.grants);
-    const expiresAt = parseExpiry(values.expires, new Date());
+    const expiresAt = parseExpiry(values.expires, new Date(systemClock.now()));
     const { key, info } = await withStore(config, (store) => createKey(store.db, { workspace, name, grants, expiresAt }));
     if (values.json) {
       console.log(JSON.stringify({ id: info.id, key, workspace, grants, expiresAt }));

@@ -6,7 +6,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { deleteDocument } from '../src/store/documents.js';
+import type { BlobStore } from '../src/blobs/store.js';
+import { systemClock } from '../src/domain/clock.js';
+import { deleteDocument } from '../src/services/delete-document.js';
+import type { Deps } from '../src/services/deps.js';
 import { journal } from '../src/store/blob-locks.js';
 import { createKey } from '../src/store/keys.js';
 import { createTestBlobs, createTestDatabase, TEST_DB, type TestBlobs, type TestDatabase } from './helpers/context.js';
@@ -125,7 +128,19 @@ for (const kind of KINDS) {
       second.child.kill('SIGKILL');
       await second.exited;
       const workspace = (await database.store.db.selectFrom('documents').select('workspace_id').where('id', '=', doomed.id).executeTakeFirstOrThrow()).workspace_id;
-      assert.deepEqual(await deleteDocument(database.store.db, workspace, doomed.id, true), [doomed.sha256]);
+      // The delete use case itself, with a store that dies before removing the file.
+      const dying: BlobStore = Object.assign(Object.create(test.blobs) as BlobStore, {
+        delete: async () => {
+          throw new Error('killed before the file was removed');
+        },
+      });
+      let cleanupError: unknown = null;
+      await deleteDocument({ store: database.store, blobs: dying, clock: systemClock } as unknown as Deps, { keyId: 'k', workspaceId: workspace, grants: new Set(), expiresAt: null }, {
+        documentId: doomed.id,
+        permanent: true,
+        onCleanupError: (error) => (cleanupError = error),
+      });
+      assert.match(String(cleanupError), /killed/);
       assert.ok(await test.blobs.stat(doomed.sha256), 'the deleted row\'s file is still there, as after a crash');
 
       if (TEST_DB === 'postgres') {

@@ -4,7 +4,6 @@ import type { Staging } from '../blobs/staging.js';
 import type { BlobStore } from '../blobs/store.js';
 import { newId } from '../domain/ids.js';
 import type { Store } from './db.js';
-import { unreferenced } from './documents.js';
 import type { Database } from './schema.js';
 
 const local = new HashLocks();
@@ -142,4 +141,19 @@ export async function sweepBlobs(
   const partial = await blobs.sweepPartial(now - Math.max(graceMs, 60 * 60_000));
   const { removed } = await sweepBlobJournal(store, blobs, graceMs, now);
   return { temps, partial, blobs: removed };
+}
+
+/** The hashes among `hashes` that no document and no document revision refers to any more. */
+export async function unreferenced(db: Kysely<Database>, hashes: string[]): Promise<string[]> {
+  if (hashes.length === 0) return [];
+  const inUse = new Set<string | null>();
+  for (const table of ['documents', 'document_revisions'] as const) {
+    const used = await db
+      .selectFrom(table)
+      .select(['sha256', 'rendition_sha256'])
+      .where((eb) => eb.or([eb('sha256', 'in', hashes), eb('rendition_sha256', 'in', hashes)]))
+      .execute();
+    for (const r of used) inUse.add(r.sha256).add(r.rendition_sha256);
+  }
+  return hashes.filter((h) => !inUse.has(h));
 }

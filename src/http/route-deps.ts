@@ -1,0 +1,22 @@
+import type { Deps } from '../services/deps.js';
+import type { DownloadSigner } from '../blobs/download-url.js';
+import type { UploadSlots } from './slow-clients.js';
+
+/**
+ * The one dependencies object every route module receives (`xRoutes(app, deps)`, registered the
+ * same way by `buildApp`): what the services need, plus what only HTTP needs.
+ */
+export interface RouteDeps extends Deps {
+  /** Uploads in progress, per workspace and in all (slow-clients.ts). */
+  uploads: UploadSlots;
+  /** Signed download URLs (`downloadUrl`). */
+  downloads: DownloadUrlDeps;
+}
+
+/** Signed download URLs (`downloadUrl`), an HTTP matter: built by `buildApp`. */
+export interface DownloadUrlDeps {
+  signer: DownloadSigner;
+  /** `PUBLIC_BASE_URL`; `null`: the scheme and host the request came to. */
+  publicBaseUrl: string | null;
+  expiresS: number;
+}
