@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import type { AiConfig } from './detect/ai.js';
+import type { BlobConfig, S3Config } from './blobs/config.js';
 import { DETECTION_LIMITS } from './detect/runner.js';
 
 /** The one typed, validated configuration. Nothing else in the service reads `process.env`. */
@@ -49,20 +50,7 @@ export interface Config {
   downloadUrlExpiresS: number;
 }
 
-/** The stored-file back end and its settings (README, "Running on several machines"). */
-export type BlobConfig = { kind: 'disk' } | { kind: 'postgres' } | ({ kind: 's3' } & S3Config);
-
-export interface S3Config {
-  /** `null`: the provider's default endpoint for `region` (AWS). */
-  endpoint: string | null;
-  bucket: string;
-  region: string;
-  /** `null`: the SDK's default credential chain (instance role, AWS_* variables, …). */
-  credentials: { accessKeyId: string; secretAccessKey: string } | null;
-  forcePathStyle: boolean;
-  /** Put before every object key, e.g. `formsign/` (may be empty). */
-  prefix: string;
-}
+export type { BlobConfig, S3Config };
 
 export const BLOB_STORES = ['disk', 'postgres', 's3'] as const;
 

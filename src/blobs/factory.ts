@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { BlobConfig } from '../config.js';
+import type { BlobConfig } from './config.js';
 import { DiskBlobStore } from './disk.js';
 import type { BlobStore } from './store.js';
 

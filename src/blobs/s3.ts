@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { S3Config } from '../config.js';
+import type { S3Config } from './config.js';
 import { BlobNotFound, checkHash, SHA256, type BlobStore, type ByteRange, type PresignOptions } from './store.js';
 
 /** Multipart parts of 5 MiB (S3's least), two in flight: at most 10 MiB of a file in memory, whatever its size. */
