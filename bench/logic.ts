@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildApp } from '../src/app.js';
 import { DiskBlobStore } from '../src/blobs/disk.js';
+import { Staging } from '../src/blobs/staging.js';
 import { PdfAnalyzer } from '../src/files/pdf.js';
 import { MemoryRateLimiter } from '../src/limits/memory.js';
 import { createStore } from '../src/store/db.js';
@@ -99,7 +100,7 @@ const large = results[results.length - 1]!;
   const { form, answers } = makeForm(1);
   const idOf = await insertFormContent(store, created.id, form);
   const app = await buildApp({
-    store, limiter: new MemoryRateLimiter(1_000_000_000), blobs: new DiskBlobStore(dataDir), pdf: new PdfAnalyzer(), libreOffice: null, maxUploadBytes: 1, logLevel: 'silent',
+    store, limiter: new MemoryRateLimiter(1_000_000_000), blobs: new DiskBlobStore(dataDir), staging: new Staging(path.join(dataDir, 'tmp')), pdf: new PdfAnalyzer(), libreOffice: null, maxUploadBytes: 1, logLevel: 'silent',
   });
   // Serialised once, as a client holds its body: the client's JSON.stringify is not the server's time.
   const payload = JSON.stringify({ answers: Object.fromEntries(Object.entries(answers).map(([k, v]) => [idOf(k), v])) });

@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { InjectOptions } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { DiskBlobStore } from '../src/blobs/disk.js';
+import { Staging } from '../src/blobs/staging.js';
 import { PdfAnalyzer } from '../src/files/pdf.js';
 import { MemoryRateLimiter } from '../src/limits/memory.js';
 import { createForm } from '../src/store/forms.js';
@@ -28,7 +29,7 @@ const { store } = database;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-bench-publish-'));
 const pdf = new PdfAnalyzer();
 const app = await buildApp({
-  store, limiter: new MemoryRateLimiter(1_000_000_000), blobs: new DiskBlobStore(dataDir), pdf, libreOffice: null, maxUploadBytes: 1, logLevel: 'silent',
+  store, limiter: new MemoryRateLimiter(1_000_000_000), blobs: new DiskBlobStore(dataDir), staging: new Staging(path.join(dataDir, 'tmp')), pdf, libreOffice: null, maxUploadBytes: 1, logLevel: 'silent',
 });
 try {
   const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['forms:read', 'forms:write', 'revisions:read'], expiresAt: null });

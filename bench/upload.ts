@@ -1,12 +1,16 @@
 /**
  * Upload of a 50 MB PDF over a real socket: formsign (`POST /api/v1/documents`: stream to a
- * temporary file while hashing, type check, PDF analysis in a worker thread, blob commit, row)
- * against a bare @fastify/multipart route that streams the same file to disk, same run,
- * alternating. Also: formsign's peak RSS during one upload, and the latency of other requests
- * while 4 uploads of 50 MB run at once.
+ * staged file while hashing, type check, PDF analysis in a helper, blob put, row) with each blob
+ * store — `disk` (on SQLite), `postgres` and `s3` (on PostgreSQL; s3 is an s3rver stand-in in a
+ * process of its own) — against a bare @fastify/multipart route that streams the same file to
+ * disk, same run, alternating. Every upload is of new bytes (the stores keep a content once).
+ * Also: each store's peak RSS during one upload, each store's download throughput
+ * (`GET …/file`) against reading the file from disk, and the latency of other requests while 4
+ * uploads of 50 MB run at once (disk).
  *
  *   npm run build && npm run bench:upload
- *   BENCH_ROUNDS=3 npm run bench:upload
+ *   BENCH_ROUNDS=3 BENCH_STORES=disk,postgres npm run bench:upload
+ *   (PostgreSQL at FORMSIGN_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -14,6 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
+import pg from 'pg';
 import { createStore } from '../src/store/db.js';
 import { createForm } from '../src/store/forms.js';
 import { createKey } from '../src/store/keys.js';
@@ -21,6 +26,10 @@ import { migrate } from '../src/store/migrations.js';
 import { freePort, median, percentile, SERVER_FLAGS, waitUp } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+type StoreKind = 'disk' | 'postgres' | 's3';
+const STORES = (process.env.BENCH_STORES ?? 'disk,postgres,s3').split(',') as StoreKind[];
+const ADMIN_URL = process.env.FORMSIGN_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const S3_BUCKET = 'formsign-bench';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SIZE_TARGET = 50 * 1000 * 1000; // "a 50 MB PDF", under the 50 MiB limit
 
@@ -41,9 +50,20 @@ interface Server {
   port: number;
 }
 
-async function start(kind: 'baseline' | 'formsign', dataDir: string): Promise<Server> {
+/** The settings of each store's server (filled in by main). */
+const storeEnv: Record<StoreKind, Record<string, string>> = { disk: { BLOB_STORE: 'disk' }, postgres: {}, s3: {} };
+
+async function start(kind: 'baseline' | 'formsign' | StoreKind, dataDir: string): Promise<Server> {
   const port = await freePort();
-  const env = { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000000', SOFFICE_PATH: 'off' };
+  const env = {
+    PATH: process.env.PATH,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    SOFFICE_PATH: 'off',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    ...(kind === 'baseline' || kind === 'formsign' ? {} : storeEnv[kind]),
+  };
   const child =
     kind === 'baseline'
       ? spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/baseline-upload-server.ts')], { env, stdio: 'ignore' })
@@ -55,6 +75,33 @@ async function start(kind: 'baseline' | 'formsign', dataDir: string): Promise<Se
 async function stop(server: Server): Promise<void> {
   server.child.kill('SIGTERM');
   await new Promise((r) => server.child.once('exit', r));
+}
+
+/** New bytes for the next upload: 16 random bytes inside the embedded file (never read by the analysis). */
+function freshen(file: string, size: number): void {
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, crypto.randomBytes(16), 0, 16, Math.floor(size / 2));
+  fs.closeSync(fd);
+}
+
+/** Milliseconds to download `url` whole (bytes counted, not kept). */
+async function download(url: string, key: string, size: number): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+  if (res.status !== 200) throw new Error(`download answered ${res.status}`);
+  let bytes = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+  if (bytes !== size) throw new Error(`downloaded ${bytes} of ${size} bytes`);
+  return performance.now() - started;
+}
+
+/** Milliseconds to read `file` from disk as a stream (the download baseline). */
+async function readFromDisk(file: string): Promise<number> {
+  const started = performance.now();
+  for await (const _chunk of fs.createReadStream(file)) {
+    // counted by the stream
+  }
+  return performance.now() - started;
 }
 
 async function upload(url: string, file: string, key: string | null): Promise<number> {
@@ -92,20 +139,63 @@ async function main(): Promise<void> {
   fs.mkdirSync(baselineDir);
   const store = createStore({ databaseUrl: null, sqlitePath: path.join(dataDir, 'formsign.sqlite') });
   await migrate(store);
-  const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['documents:write', 'forms:read'], expiresAt: null });
+  const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['documents:write', 'documents:read', 'forms:read'], expiresAt: null });
   const form = await createForm(store.db, info.workspaceId, { title: 'Probe' }, new Date().toISOString());
   await store.close();
-  console.log(`upload of a ${(size / 1e6).toFixed(1)} MB PDF, ${ROUNDS} rounds, Node ${process.version}, ${os.cpus().length} cores`);
 
-  const times: Record<string, number[]> = { baseline: [], formsign: [] };
+  // PostgreSQL for the postgres and s3 stores (one database, dropped at the end); the s3 peer.
+  const keys: Record<StoreKind, string> = { disk: key, postgres: '', s3: '' };
+  const dbName = `formsign_bench_${crypto.randomBytes(4).toString('hex')}`;
+  let s3: ChildProcess | null = null;
+  const needsPg = STORES.some((s) => s !== 'disk');
+  if (needsPg) {
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`create database ${dbName}`);
+    await admin.end();
+    const url = new URL(ADMIN_URL);
+    url.pathname = `/${dbName}`;
+    const pgStore = createStore({ databaseUrl: url.toString(), sqlitePath: '' });
+    await migrate(pgStore);
+    const pgKey = (await createKey(pgStore.db, { workspace: 'bench', name: 'bench', grants: ['documents:write', 'documents:read'], expiresAt: null })).key;
+    await pgStore.close();
+    keys.postgres = keys.s3 = pgKey;
+    storeEnv.postgres = { DATABASE_URL: url.toString(), BLOB_STORE: 'postgres' };
+    if (STORES.includes('s3')) {
+      const port = await freePort();
+      fs.mkdirSync(path.join(work, 's3'));
+      s3 = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/s3-standin.ts')], { env: { PATH: process.env.PATH, PORT: String(port), DIR: path.join(work, 's3'), BUCKET: S3_BUCKET }, stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise((resolve) => s3!.stdout!.once('data', resolve));
+      storeEnv.s3 = {
+        DATABASE_URL: url.toString(),
+        BLOB_STORE: 's3',
+        S3_ENDPOINT: `http://127.0.0.1:${port}`,
+        S3_BUCKET,
+        S3_ACCESS_KEY_ID: 'S3RVER',
+        S3_SECRET_ACCESS_KEY: 'S3RVER',
+        S3_FORCE_PATH_STYLE: 'true',
+      };
+    }
+  }
+  const dirOf = (kind: StoreKind) => (kind === 'disk' ? dataDir : path.join(work, `data-${kind}`));
+  console.log(`upload of a ${(size / 1e6).toFixed(1)} MB PDF, ${ROUNDS} rounds, stores ${STORES.join(', ')}, Node ${process.version}, ${os.cpus().length} cores`);
+
+  const times: Record<string, number[]> = { baseline: [] };
+  for (const kind of STORES) times[kind] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    const order = round % 2 ? (['baseline', 'formsign'] as const) : (['formsign', 'baseline'] as const);
+    const all = ['baseline', ...STORES] as const;
+    // A different order each round: no store always goes first (or after the same one).
+    const order = all.map((_, i) => all[(i + round) % all.length]!);
+    if (round % 2 === 0) order.reverse();
     for (const kind of order) {
-      const server = await start(kind, kind === 'baseline' ? baselineDir : dataDir);
+      const server = await start(kind, kind === 'baseline' ? baselineDir : dirOf(kind));
       try {
         const url = kind === 'baseline' ? `http://127.0.0.1:${server.port}/upload` : `http://127.0.0.1:${server.port}/api/v1/documents`;
-        await upload(url, pdfFile, kind === 'formsign' ? key : null); // warm-up
-        const ms = await upload(url, pdfFile, kind === 'formsign' ? key : null);
+        const auth = kind === 'baseline' ? null : keys[kind];
+        freshen(pdfFile, size);
+        await upload(url, pdfFile, auth); // warm-up
+        freshen(pdfFile, size);
+        const ms = await upload(url, pdfFile, auth);
         times[kind]!.push(ms);
         console.log(`  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s`);
       } finally {
@@ -114,29 +204,50 @@ async function main(): Promise<void> {
     }
   }
   const base = median(times.baseline!);
-  const ours = median(times.formsign!);
-  console.log(`\nthroughput: baseline ${((size / 1e6 / base) * 1000).toFixed(0)} MB/s, formsign ${((size / 1e6 / ours) * 1000).toFixed(0)} MB/s, ratio ${(base / ours).toFixed(2)} (goal ≥ 0.5)`);
+  console.log(`\nupload throughput (median of ${ROUNDS}): baseline ${((size / 1e6 / base) * 1000).toFixed(0)} MB/s`);
+  for (const kind of STORES) {
+    const ours = median(times[kind]!);
+    const goal = kind === 'disk' ? 0.9 : 0.6;
+    console.log(`  ${kind.padEnd(9)} ${((size / 1e6 / ours) * 1000).toFixed(0).padStart(4)} MB/s, ratio ${(base / ours).toFixed(2)} (goal ≥ ${goal})`);
+  }
 
-  // Peak RSS during one upload, on a freshly started server.
-  {
-    const server = await start('formsign', dataDir);
+  // Per store, on a freshly started server: peak RSS during one upload, then downloads.
+  console.log('');
+  for (const kind of STORES) {
+    const server = await start(kind, dirOf(kind));
     try {
       const idle = currentRss(server.child.pid!);
-      await upload(`http://127.0.0.1:${server.port}/api/v1/documents`, pdfFile, key);
+      freshen(pdfFile, size);
+      const form = new FormData();
+      form.append('file', await fs.openAsBlob(pdfFile), 'contract.pdf');
+      const created = await fetch(`http://127.0.0.1:${server.port}/api/v1/documents`, { method: 'POST', body: form, headers: { authorization: `Bearer ${keys[kind]}` } });
+      if (created.status !== 201) throw new Error(`upload answered ${created.status}`);
+      const doc = ((await created.json()) as { data: { id: string } }).data;
       const peak = peakRss(server.child.pid!);
-      console.log(`peak RSS during one upload: ${(peak / 1e6).toFixed(0)} MB (idle ${(idle / 1e6).toFixed(0)} MB) = ${(peak / size).toFixed(2)} × the file size (goal ≤ 3)`);
-      // The PDF reader runs in a helper process of its own; its memory is not in the figure above.
-      for (const helper of childrenOf(server.child.pid!)) {
-        console.log(`  PDF helper process (pid ${helper}): peak RSS ${(peakRss(helper) / 1e6).toFixed(0)} MB; server and helper together ${((peak + peakRss(helper)) / 1e6).toFixed(0)} MB`);
+      const helpers = childrenOf(server.child.pid!).map((h) => `PDF helper ${(peakRss(h) / 1e6).toFixed(0)} MB`);
+      console.log(
+        `${kind.padEnd(9)} peak RSS during one upload ${(peak / 1e6).toFixed(0)} MB, idle ${(idle / 1e6).toFixed(0)} MB: peak − idle = ${((peak - idle) / 1e6).toFixed(0)} MB = ${((peak - idle) / size).toFixed(2)} × the file (goal ≤ 1)${helpers.length ? `; ${helpers.join(', ')} (own process)` : ''}`,
+      );
+      const fileUrl = `http://127.0.0.1:${server.port}/api/v1/documents/${doc.id}/file`;
+      await download(fileUrl, keys[kind], size); // warm-up
+      const disk: number[] = [];
+      const ours: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        disk.push(await readFromDisk(pdfFile));
+        ours.push(await download(fileUrl, keys[kind], size));
       }
+      const d = median(disk);
+      const o = median(ours);
+      console.log(`${' '.repeat(10)}download ${((size / 1e6 / o) * 1000).toFixed(0)} MB/s against reading the file from disk ${((size / 1e6 / d) * 1000).toFixed(0)} MB/s: ratio ${(d / o).toFixed(2)}`);
     } finally {
       await stop(server);
     }
   }
+  console.log('');
 
   // Other requests' latency while 4 uploads of 50 MB run at once.
   {
-    const server = await start('formsign', dataDir);
+    const server = await start('disk', dataDir);
     try {
       const base = `http://127.0.0.1:${server.port}`;
       const latencies: number[] = [];
@@ -152,7 +263,14 @@ async function main(): Promise<void> {
         }
       })();
       const started = performance.now();
-      await Promise.all(Array.from({ length: 4 }, () => upload(`${base}/api/v1/documents`, pdfFile, key)));
+      // Four distinct files (the same bytes would be stored once).
+      const copies = Array.from({ length: 4 }, (_, i) => {
+        const copy = path.join(work, `copy-${i}.pdf`);
+        fs.copyFileSync(pdfFile, copy);
+        freshen(copy, size);
+        return copy;
+      });
+      await Promise.all(copies.map((copy) => upload(`${base}/api/v1/documents`, copy, key)));
       const elapsed = performance.now() - started;
       running = false;
       await probe;
@@ -162,6 +280,13 @@ async function main(): Promise<void> {
     } finally {
       await stop(server);
     }
+  }
+  s3?.kill('SIGTERM');
+  if (needsPg) {
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    await admin.query(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
   }
   fs.rmSync(work, { recursive: true, force: true });
 }

@@ -25,6 +25,8 @@ import type { ParseJobDeps } from './services/deps.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
 import { makeValidatorCompiler } from './http/validation.js';
 import './http/types.js';
+import { DownloadSigner } from './blobs/download-url.js';
+import type { Staging } from './blobs/staging.js';
 import type { BlobStore } from './blobs/store.js';
 import type { LibreOfficeConverter } from './files/libreoffice.js';
 import type { PdfAnalyzer } from './files/pdf.js';
@@ -43,6 +45,14 @@ export interface AppDeps {
   store: Store;
   limiter: RateLimiter;
   blobs: BlobStore;
+  /** Local staging of uploads (under DATA_DIR/tmp), whatever the blob store. */
+  staging: Staging;
+  /** Signs `downloadUrl`s (default: a key of this process only; `serve` passes the deployment's shared one). */
+  downloadSigner?: DownloadSigner;
+  /** `PUBLIC_BASE_URL`: scheme, host and path prefix of signed download URLs (default: those of each request). */
+  publicBaseUrl?: string | null;
+  /** How long a `downloadUrl` works (default 900 s). */
+  downloadUrlExpiresS?: number;
   pdf: PdfAnalyzer;
   /** `null` when LibreOffice is not installed or turned off: DOCX pages then come from docProps/app.xml. */
   libreOffice: LibreOfficeConverter | null;
@@ -265,6 +275,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const routeDeps: RouteDeps = {
     store: deps.store,
     blobs: deps.blobs,
+    staging: deps.staging,
     pdf: deps.pdf,
     libreOffice: deps.libreOffice,
     clock,
@@ -273,6 +284,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     jobs: deps.jobs ?? { queue: new JobQueue(deps.store, { ...DEFAULT_QUEUE_OPTIONS, now }), wake: () => {}, aiConfigured: false },
     caches: createCaches(),
     uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }),
+    downloads: {
+      signer: deps.downloadSigner ?? new DownloadSigner(crypto.randomBytes(32)),
+      publicBaseUrl: deps.publicBaseUrl ?? null,
+      expiresS: deps.downloadUrlExpiresS ?? 900,
+    },
   };
   // Every route module is registered the same way: `routes(scope, routeDeps)`, its paths literal
   // under the prefix (`grep "revisions/:version" src/http/routes` finds the route).

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import type { AiConfig } from './detect/ai.js';
+import type { BlobConfig, S3Config } from './blobs/config.js';
 import { DETECTION_LIMITS } from './detect/runner.js';
 
 /** The one typed, validated configuration. Nothing else in the service reads `process.env`. */
@@ -43,12 +44,22 @@ export interface Config {
   sqliteBusyWaitMs: number;
   /** `GET /metrics` (METRICS=true), and the bearer token it then requires (METRICS_TOKEN), if any. */
   metrics: MetricsConfig;
+  /** Where stored files live (`BLOB_STORE`). */
+  blobs: BlobConfig;
+  /** The scheme, host and path prefix of signed download URLs; `null`: taken from each request. */
+  publicBaseUrl: string | null;
+  /** How long a `downloadUrl` works (`DOWNLOAD_URL_EXPIRES_S`, default 900 s). */
+  downloadUrlExpiresS: number;
 }
 
 export interface MetricsConfig {
   enabled: boolean;
   token: string | null;
 }
+
+export type { BlobConfig, S3Config };
+
+export const BLOB_STORES = ['disk', 'postgres', 's3'] as const;
 
 /** How long and how slowly a client may take, and how many uploads may run at once. */
 export interface HttpLimits {
@@ -178,16 +189,74 @@ function httpLimits(env: Env): HttpLimits {
   return limits;
 }
 
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['true', 'yes', 'on', '1'].includes(raw)) return true;
+  if (['false', 'no', 'off', '0'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+function blobConfig(env: Env, databaseUrl: string | null): BlobConfig {
+  const raw = read(env, 'BLOB_STORE')?.toLowerCase() ?? (databaseUrl ? 'postgres' : 'disk');
+  if (!(BLOB_STORES as readonly string[]).includes(raw)) {
+    throw new ConfigError('BLOB_STORE', `must be one of ${BLOB_STORES.join(', ')} (got ${JSON.stringify(raw)})`);
+  }
+  if (raw === 'postgres' && !databaseUrl) throw new ConfigError('BLOB_STORE', 'postgres keeps files in the PostgreSQL database: set DATABASE_URL too, or use BLOB_STORE=disk');
+  if (raw !== 's3') return { kind: raw as 'disk' | 'postgres' };
+  const bucket = read(env, 'S3_BUCKET');
+  if (bucket === undefined) throw new ConfigError('S3_BUCKET', 'is required when BLOB_STORE=s3: the bucket that holds the files');
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError('S3_BUCKET', `must be a bucket name: 3–63 lowercase letters, digits, "." or "-" (got ${JSON.stringify(bucket)})`);
+  const endpoint = url(env, 'S3_ENDPOINT', ['http://', 'https://']);
+  if (endpoint !== null) {
+    const parsed = new URL(endpoint);
+    if (parsed.username || parsed.password) throw new ConfigError('S3_ENDPOINT', 'must not hold a user name or password (use S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY)');
+    if (parsed.search || parsed.hash) throw new ConfigError('S3_ENDPOINT', 'must not have a query or fragment');
+  }
+  const region = read(env, 'S3_REGION') ?? 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError('S3_REGION', `must be a region name such as us-east-1 (got ${JSON.stringify(region)})`);
+  const accessKeyId = read(env, 'S3_ACCESS_KEY_ID');
+  const secretAccessKey = read(env, 'S3_SECRET_ACCESS_KEY');
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(accessKeyId === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY', 'must be set together with ' + (accessKeyId === undefined ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID'));
+  }
+  let prefix = read(env, 'S3_PREFIX') ?? '';
+  prefix = prefix.replace(/^\/+/, '');
+  if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
+  // eslint-disable-next-line no-control-regex
+  if (prefix.length > 512 || /[\u0000-\u001f\u007f\\]/.test(prefix)) throw new ConfigError('S3_PREFIX', 'must be at most 512 printable characters without "\\"');
+  return {
+    kind: 's3',
+    endpoint,
+    bucket,
+    region,
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : null,
+    forcePathStyle: boolean(env, 'S3_FORCE_PATH_STYLE', false),
+    prefix,
+  };
+}
+
+function publicBaseUrl(env: Env): string | null {
+  const raw = url(env, 'PUBLIC_BASE_URL', ['http://', 'https://']);
+  if (raw === null) return null;
+  const parsed = new URL(raw);
+  if (parsed.username || parsed.password || parsed.search || parsed.hash) {
+    throw new ConfigError('PUBLIC_BASE_URL', 'must be a plain URL such as https://api.example.com (no user, query or fragment)');
+  }
+  return raw.replace(/\/+$/, '');
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (read(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   }
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres://', 'postgresql://']);
   return {
     host: read(env, 'HOST') ?? '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? './data'),
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres://', 'postgresql://']),
+    databaseUrl,
     redisUrl: url(env, 'REDIS_URL', ['redis://', 'rediss://']),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 100, 1, 1_000_000_000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 52_428_800, 1, Number.MAX_SAFE_INTEGER),
@@ -203,5 +272,9 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpLimits(env),
     sqliteBusyWaitMs: integer(env, 'SQLITE_BUSY_WAIT_MS', 5_000, 0, 600_000),
     metrics: metrics(env),
+    blobs: blobConfig(env, databaseUrl),
+    publicBaseUrl: publicBaseUrl(env),
+    // S3 refuses presigned URLs valid for more than 7 days.
+    downloadUrlExpiresS: integer(env, 'DOWNLOAD_URL_EXPIRES_S', 900, 1, 604_800),
   };
 }

@@ -7,13 +7,13 @@ import { systemClock } from './domain/clock.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
-import { DiskBlobStore } from './blobs/disk.js';
-import { sweepBlobs } from './blobs/sweep.js';
+import { createBlobStore } from './blobs/factory.js';
+import { Staging } from './blobs/staging.js';
+import type { BlobStore } from './blobs/store.js';
 import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
 import { PdfAnalyzer } from './files/pdf.js';
 import { createStore, type Store } from './store/db.js';
-import { removeUnreferencedBlobs } from './store/blob-locks.js';
-import { referencedBlobs } from './store/blob-locks.js';
+import { sweepBlobs } from './store/blob-locks.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
 
@@ -32,11 +32,13 @@ Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_UR
 RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS,
 WORKER_STOP_GRACE_MS, AI_BASE_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_MS, AI_MAX_RETRIES,
 HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, MIN_BODY_BYTES_PER_SECOND,
-BODY_RATE_GRACE_MS, MAX_UPLOADS_PER_WORKSPACE, MAX_UPLOADS, SQLITE_BUSY_WAIT_MS (see README.md).`;
+BODY_RATE_GRACE_MS, MAX_UPLOADS_PER_WORKSPACE, MAX_UPLOADS, SQLITE_BUSY_WAIT_MS, BLOB_STORE,
+S3_ENDPOINT, S3_BUCKET, S3_REGION, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE,
+S3_PREFIX, PUBLIC_BASE_URL, DOWNLOAD_URL_EXPIRES_S (see README.md).`;
 
-/** Uploads in flight (of this server or, on PostgreSQL, of others) may be between storing a blob and writing its row: spare young blobs. */
+/** Uploads in flight (of this server or, on PostgreSQL, of others) may be between their journal entry and their row: only older entries are orphans. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
-/** How often a running server looks for unreferenced blobs (those of a crashed upload of another server, say). */
+/** How often a running server sweeps the blob journal (the orphans of a crashed upload of another server, say). */
 const BLOB_SWEEP_EVERY_MS = 60 * 60_000;
 
 /** A mistake in how the command was called: one line on stderr, exit code 2. */
@@ -44,6 +46,18 @@ class UsageError extends Error {}
 
 export function openStore(config: Config): Store {
   return createStore({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'formsign.sqlite'), sqliteBusyWaitMs: config.sqliteBusyWaitMs });
+}
+
+/** The blob store `BLOB_STORE` names, checked: an unreachable bucket stops start-up with one line. */
+async function openBlobStore(config: Config, store: Store): Promise<BlobStore> {
+  const blobs = await createBlobStore(config.blobs, { dataDir: config.dataDir, db: store.db, dialect: store.dialect });
+  try {
+    await blobs.check();
+  } catch (error) {
+    await blobs.close();
+    throw new ConfigError('BLOB_STORE', `${config.blobs.kind}: ${(error as Error).message}`);
+  }
+  return blobs;
 }
 
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
@@ -82,9 +96,14 @@ async function serve(config: Config, args: string[]): Promise<void> {
   }
   // Loaded here so that the key commands start quickly without the HTTP stack.
   const { buildApp } = await import('./app.js');
-  const blobs = new DiskBlobStore(config.dataDir);
+  const blobs = await openBlobStore(config, store);
+  const staging = new Staging(path.join(config.dataDir, 'tmp'));
+  const { DownloadSigner } = await import('./blobs/download-url.js');
+  const { serverSecret } = await import('./store/secrets.js');
+  const downloadSigner = new DownloadSigner(await serverSecret(store.db, 'download_url'));
+  // At start-up on SQLite no upload is in flight (one server): no grace.
   const clock = systemClock;
-  const swept = await sweepBlobs(blobs, () => referencedBlobs(store.db), store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now());
+  const swept = await sweepBlobs(store, blobs, staging, store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now());
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
@@ -96,6 +115,10 @@ async function serve(config: Config, args: string[]): Promise<void> {
     store,
     limiter,
     blobs,
+    staging,
+    downloadSigner,
+    publicBaseUrl: config.publicBaseUrl,
+    downloadUrlExpiresS: config.downloadUrlExpiresS,
     pdf,
     libreOffice,
     maxUploadBytes: config.maxUploadBytes,
@@ -112,10 +135,10 @@ async function serve(config: Config, args: string[]): Promise<void> {
     worker.start();
   }
   app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
-  if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
+  app.log.info(`stored files: ${blobs.kind}`);
+  if (swept.temps || swept.partial || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
-    const recheck = async (sha256: string) => (await removeUnreferencedBlobs(store, blobs, [sha256])).length > 0;
-    sweepBlobs(blobs, () => referencedBlobs(store.db), BLOB_SWEEP_GRACE_MS, clock.now(), recheck).then(
+    sweepBlobs(store, blobs, staging, BLOB_SWEEP_GRACE_MS, clock.now()).then(
       (result) => (result.temps || result.blobs) && app.log.info(result, 'removed unreferenced files'),
       (error: unknown) => app.log.warn({ err: error }, 'periodic sweep of stored files failed'),
     );
@@ -138,6 +161,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
       await Promise.all([app.close(), worker?.stop(config.workerGraceMs)]);
       await pdf.close();
       await limiter.close();
+      await blobs.close();
       await store.close();
       app.log.info('stopped');
       // The log is written asynchronously: let it reach stdout before the process ends.
@@ -167,7 +191,7 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const { ParseWorker } = await import('./jobs/worker.js');
   const clock = systemClock;
   const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
-  const blobs = new DiskBlobStore(config.dataDir);
+  const blobs = await openBlobStore(config, store);
   const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config), clock }));
   for (const w of all) w.start();
   log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
@@ -178,6 +202,7 @@ async function workers(config: Config, args: string[]): Promise<void> {
     log.info(`${signal}: no new jobs; finishing or handing back the running ones`);
     try {
       await Promise.all(all.map((w) => w.stop(config.workerGraceMs)));
+      await blobs.close();
       await store.close();
       log.info('stopped');
       log.flush(() => process.exit(0));

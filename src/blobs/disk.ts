@@ -1,134 +1,119 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import type { BlobStore, TempBlob } from './store.js';
-
-const SHA256 = /^[0-9a-f]{64}$/;
-/** This process, told apart from an earlier one that had the same pid (containers restart as pid 1). */
-const INSTANCE = crypto.randomBytes(6).toString('hex');
-const HOST = os.hostname().replace(/[^A-Za-z0-9.]/g, '_');
-/** A temporary file of another host, or of a name we do not know, is removed once it is this old. */
-const FOREIGN_TEMP_MAX_AGE_MS = 24 * 3_600_000;
+import { BlobNotFound, checkHash, SHA256, type BlobStore, type ByteRange } from './store.js';
 
 /**
- * Blobs on local disk: `<root>/blobs/ab/cd/<sha256>` and temporary files in `<root>/tmp/`, named
- * after the process that writes them (`<host>-<pid>-<instance>-<random>`), so that a start-up
- * sweep can tell the leftovers of a crashed process from the uploads of a live one. Both live
- * under one root, on one file system, so that moving a file into place is an atomic rename.
+ * Blobs on local disk: `<root>/blobs/ab/cd/<sha256>`. A staged file (`Staging`, under
+ * `<root>/tmp/`, the same file system) is synced and then renamed into place, so that a name
+ * never points at a file whose content was not written whole.
  */
 export class DiskBlobStore implements BlobStore {
+  readonly kind = 'disk';
   private readonly blobs: string;
-  private readonly tmp: string;
+  /** Copies in progress when staging is on another file system (renamed into place when complete). */
+  private readonly incoming: string;
 
   constructor(root: string) {
     this.blobs = path.join(root, 'blobs');
-    this.tmp = path.join(root, 'tmp');
+    this.incoming = path.join(this.blobs, '.incoming');
     fs.mkdirSync(this.blobs, { recursive: true });
-    fs.mkdirSync(this.tmp, { recursive: true });
   }
 
   pathOf(sha256: string): string {
-    if (!SHA256.test(sha256)) throw new Error('not a SHA-256 hex digest');
+    checkHash(sha256);
     return path.join(this.blobs, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
   }
 
-  async createTemp(): Promise<TempBlob> {
-    const file = path.join(this.tmp, `${HOST}-${process.pid}-${INSTANCE}-${crypto.randomBytes(12).toString('hex')}`);
-    let discarded = false;
-    return {
-      path: file,
-      stream: () => fs.createWriteStream(file, { flags: 'wx' }),
-      discard: async () => {
-        if (discarded) return;
-        discarded = true;
-        await fsp.rm(file, { force: true });
-      },
-    };
-  }
-
-  async commit(temp: TempBlob, sha256: string): Promise<void> {
+  async put(file: string, sha256: string, size?: number): Promise<void> {
     const target = this.pathOf(sha256);
-    const existing = await fsp.stat(target).catch(() => null);
-    if (existing) {
-      // The same content is stored already. Touch it, so that a sweep's grace period counts from now.
-      const now = new Date();
-      await fsp.utimes(target, now, now);
-      await temp.discard();
-      return;
-    }
+    if (await fsp.stat(target).catch(() => null)) return;
+    if (size !== undefined && (await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
     await fsp.mkdir(path.dirname(target), { recursive: true });
     // The data must be on disk before the name points at it: a crash after the rename must not
     // leave a blob whose content was never written.
-    const handle = await fsp.open(temp.path, 'r+');
+    await syncFile(file);
     try {
-      await handle.sync();
-    } finally {
-      await handle.close();
+      await fsp.rename(file, target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+      // Staging on another file system: copy beside the target, then rename there.
+      const beside = path.join(this.incoming, `${sha256}.${crypto.randomBytes(6).toString('hex')}`);
+      await fsp.mkdir(this.incoming, { recursive: true });
+      try {
+        await fsp.copyFile(file, beside);
+        await syncFile(beside);
+        await fsp.rename(beside, target);
+      } finally {
+        await fsp.rm(beside, { force: true });
+      }
     }
-    await fsp.rename(temp.path, target);
     await syncDir(path.dirname(target));
   }
 
-  async open(sha256: string) {
+  async open(sha256: string, range?: ByteRange) {
     const file = this.pathOf(sha256);
-    const stat = await fsp.stat(file);
-    return { stream: fs.createReadStream(file), size: stat.size };
+    const stat = await fsp.stat(file).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') throw new BlobNotFound(sha256);
+      throw error;
+    });
+    return { stream: fs.createReadStream(file, range ? { start: range.start, end: range.end } : {}), size: stat.size };
+  }
+
+  async stat(sha256: string) {
+    const stat = await fsp.stat(this.pathOf(sha256)).catch(() => null);
+    return stat ? { size: stat.size } : null;
   }
 
   async delete(sha256: string): Promise<void> {
     await fsp.rm(this.pathOf(sha256), { force: true });
   }
 
-  async *list(): AsyncIterable<{ sha256: string; modifiedAt: number }> {
+  async *list(): AsyncIterable<string> {
     for (const a of await readdir(this.blobs)) {
+      if (!/^[0-9a-f]{2}$/.test(a)) continue;
       for (const b of await readdir(path.join(this.blobs, a))) {
-        for (const name of await readdir(path.join(this.blobs, a, b))) {
-          if (!SHA256.test(name)) continue;
-          const stat = await fsp.stat(path.join(this.blobs, a, b, name)).catch(() => null);
-          if (stat) yield { sha256: name, modifiedAt: stat.mtimeMs };
-        }
+        for (const name of await readdir(path.join(this.blobs, a, b))) if (SHA256.test(name)) yield name;
       }
     }
   }
 
-  async sweepTemps(now = Date.now()): Promise<number> {
+  /** A rename is atomic: an interrupted put leaves at most a copy under `.incoming/` (staging on another file system). */
+  async sweepPartial(olderThan: number): Promise<number> {
     let removed = 0;
-    for (const name of await readdir(this.tmp)) {
-      const file = path.join(this.tmp, name);
-      if (await isLeftOver(name, file, now)) {
-        await fsp.rm(file, { force: true, recursive: true });
+    for (const name of await readdir(this.incoming)) {
+      const file = path.join(this.incoming, name);
+      const stat = await fsp.stat(file).catch(() => null);
+      if (stat && stat.mtimeMs < olderThan) {
+        await fsp.rm(file, { force: true });
         removed++;
       }
     }
     return removed;
   }
-}
 
-/** Whether a temporary file belongs to no running process (see the naming in `createTemp`). */
-async function isLeftOver(name: string, file: string, now: number): Promise<boolean> {
-  const match = /^(.+)-(\d+)-([0-9a-f]{12})-[0-9a-f]+$/.exec(name);
-  if (match && match[1] === HOST) {
-    const pid = Number(match[2]);
-    if (pid === process.pid) return match[3] !== INSTANCE;
-    return !isAlive(pid);
+  async presign(): Promise<null> {
+    return null;
   }
-  // Another host's (a shared volume) or an unknown name: this host cannot tell whether its writer runs.
-  const stat = await fsp.stat(file).catch(() => null);
-  return stat !== null && now - stat.mtimeMs > FOREIGN_TEMP_MAX_AGE_MS;
+
+  async check(): Promise<void> {
+    await fsp.access(this.blobs, fs.constants.W_OK);
+  }
+
+  async close(): Promise<void> {}
 }
 
 async function readdir(dir: string): Promise<string[]> {
   return fsp.readdir(dir).catch(() => []);
 }
 
-function isAlive(pid: number): boolean {
+async function syncFile(file: string): Promise<void> {
+  const handle = await fsp.open(file, 'r+');
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

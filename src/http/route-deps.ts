@@ -1,4 +1,5 @@
 import type { Deps } from '../services/deps.js';
+import type { DownloadSigner } from '../blobs/download-url.js';
 import type { UploadSlots } from './slow-clients.js';
 
 /**
@@ -8,4 +9,14 @@ import type { UploadSlots } from './slow-clients.js';
 export interface RouteDeps extends Deps {
   /** Uploads in progress, per workspace and in all (slow-clients.ts). */
   uploads: UploadSlots;
+  /** Signed download URLs (`downloadUrl`). */
+  downloads: DownloadUrlDeps;
+}
+
+/** Signed download URLs (`downloadUrl`), an HTTP matter: built by `buildApp`. */
+export interface DownloadUrlDeps {
+  signer: DownloadSigner;
+  /** `PUBLIC_BASE_URL`; `null`: the scheme and host the request came to. */
+  publicBaseUrl: string | null;
+  expiresS: number;
 }

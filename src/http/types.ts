@@ -10,6 +10,8 @@ declare module 'fastify' {
     public?: boolean;
     /** Body keys whose values are free JSON, kept exactly as given (no key casing, no unknown-key rule). */
     opaqueKeys?: string[];
+    /** With a `signature` in the query, no key is needed: the handler checks the signature (signed download URLs). */
+    signedDownload?: boolean;
     /** The JSON body may be left out altogether (then it is `{}`), as for publishing. */
     optionalBody?: boolean;
   }

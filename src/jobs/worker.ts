@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Transaction } from 'kysely';
 import os from 'node:os';
-import type { BlobStore } from '../blobs/store.js';
+import { BlobNotFound, type BlobStore } from '../blobs/store.js';
 import type { AiConfig } from '../detect/ai.js';
 import { DetectionError, detectInProcess, type RunOptions } from '../detect/runner.js';
 import type { DetectionResult } from '../detect/types.js';
@@ -251,16 +251,30 @@ export class ParseWorker {
         'this DOCX has no PDF rendition (LibreOffice was not available when it was uploaded), so its pages cannot be read; upload it again with LibreOffice installed, or upload a PDF',
       );
     }
-    // One buffer of the file's size, filled as it is read, then moved to the detection thread.
-    const { stream, size } = await this.options.blobs.open(hash);
-    const bytes = new Uint8Array(new ArrayBuffer(size));
-    let offset = 0;
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (offset + chunk.length > size) throw new Error('the stored file is larger than recorded');
-      bytes.set(chunk, offset);
-      offset += chunk.length;
+    try {
+      // One buffer of the file's size, filled as it is read, then moved to the detection thread.
+      const { stream, size } = await this.options.blobs.open(hash);
+      const bytes = new Uint8Array(new ArrayBuffer(size));
+      let offset = 0;
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (offset + chunk.length > size) throw new Error('the stored file is larger than recorded');
+        bytes.set(chunk, offset);
+        offset += chunk.length;
+      }
+      if (offset !== size) throw new Error('the stored file is shorter than recorded');
+      return { bytes };
+    } catch (error) {
+      // Not a detection failure: the file itself cannot be had. A missing file will not come back
+      // (final); a store that did not answer may next time (retried, as far as the attempts go).
+      const missing = error instanceof BlobNotFound;
+      this.options.log.error({ err: error, job: job.id, sha256: hash, store: this.options.blobs.kind }, 'the stored file of a parse job cannot be read');
+      return {
+        code: 'file_unavailable',
+        message: missing
+          ? `the document's stored file is missing from the ${this.options.blobs.kind} blob store; it cannot be read by this or any worker`
+          : `the document's stored file could not be read from the ${this.options.blobs.kind} blob store just now; the job is tried again while attempts remain`,
+        final: missing,
+      };
     }
-    if (offset !== size) throw new Error('the stored file is shorter than recorded');
-    return { bytes };
   }
 }

@@ -1,5 +1,5 @@
 import { isoNow } from '../domain/clock.js';
-import { removeUnreferencedBlobs } from '../store/blob-locks.js';
+import { journal, removeUnreferencedBlobs } from '../store/blob-locks.js';
 import { deleteDocumentRows, softDeleteDocument } from '../store/documents.js';
 import { releaseRevisionBytes } from '../store/revisions.js';
 import type { Deps, Principal } from './deps.js';
@@ -24,9 +24,13 @@ export async function deleteDocument(
     // The files its revisions keep go with them (the rows cascade); today they are the document's
     // own. Their snapshots' bytes go back to the workspace's budget.
     await releaseRevisionBytes(trx, 'document', workspaceId, id);
-    return deleteDocumentRows(trx, workspaceId, id);
+    const gone = await deleteDocumentRows(trx, workspaceId, id);
+    // In the blob journal with the delete: a crash before the files are removed leaves entries
+    // that the sweep settles (blob-locks.ts).
+    await journal(trx, gone, 'delete');
+    return gone;
   });
-  // After the rows are gone. A crash or an error before this leaves unreferenced blobs, which the
-  // start-up sweep removes; the document is gone all the same.
+  // After the rows are gone. A crash or an error before this leaves unreferenced blobs and their
+  // journal entries, which the sweeps settle; the document is gone all the same.
   await removeUnreferencedBlobs(store, blobs, hashes).catch((error: unknown) => input.onCleanupError?.(error));
 }

@@ -1,3 +1,4 @@
+import type { Staging } from '../blobs/staging.js';
 import type { BlobStore } from '../blobs/store.js';
 import type { Clock } from '../domain/clock.js';
 import type { AnalyzeDeps } from '../files/analyze.js';
@@ -24,6 +25,8 @@ export interface ParseJobDeps {
 export interface Deps extends AnalyzeDeps {
   store: Store;
   blobs: BlobStore;
+  /** Local staging of uploads (under DATA_DIR/tmp), whatever the blob store. */
+  staging: Staging;
   /** The one clock: every time a use case takes comes from here. */
   clock: Clock;
   maxUploadBytes: number;

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BlobStore, TempBlob } from '../blobs/store.js';
+import type { Staging, TempBlob } from '../blobs/staging.js';
 import { isoNow } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import { analyzeUpload, MIME } from '../files/analyze.js';
@@ -34,9 +34,9 @@ export function hashingCounter() {
   return { stream, digest: () => hash.digest('hex'), bytes: () => bytes };
 }
 
-/** Hashes `file` into a new temporary blob (a LibreOffice rendition, made outside the blob store). */
-async function copyIntoTemp(blobs: BlobStore, file: string): Promise<{ temp: TempBlob; sha256: string }> {
-  const temp = await blobs.createTemp();
+/** Hashes `file` into a new staged file (a LibreOffice rendition, made outside the staging area). */
+async function copyIntoTemp(staging: Staging, file: string): Promise<{ temp: TempBlob; sha256: string; size: number }> {
+  const temp = await staging.createTemp();
   const counter = hashingCounter();
   try {
     await pipeline(fs.createReadStream(file), counter.stream, temp.stream());
@@ -44,7 +44,7 @@ async function copyIntoTemp(blobs: BlobStore, file: string): Promise<{ temp: Tem
     await temp.discard();
     throw error;
   }
-  return { temp, sha256: counter.digest() };
+  return { temp, sha256: counter.digest(), size: counter.bytes() };
 }
 
 /**
@@ -58,21 +58,21 @@ export async function uploadDocument(
   principal: Principal,
   input: { receive(temp: TempBlob): Promise<ReceivedUpload> },
 ): Promise<DocumentView> {
-  const { store, blobs } = deps;
+  const { store, blobs, staging } = deps;
   const { workspaceId } = principal;
-  const temp = await blobs.createTemp();
-  let rendition: { temp: TempBlob; sha256: string } | null = null;
+  const temp = await staging.createTemp();
+  let rendition: { temp: TempBlob; sha256: string; size: number } | null = null;
   let renditionPath: string | null = null;
   try {
     const upload = await input.receive(temp);
     const title = checkDocumentTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
     const analysis = await analyzeUpload(temp.path, deps, workspaceId);
     renditionPath = analysis.renditionPath;
-    if (renditionPath) rendition = await copyIntoTemp(blobs, renditionPath);
+    if (renditionPath) rendition = await copyIntoTemp(staging, renditionPath);
 
     // Files first, then the row, in one section that owns these hashes (the database's write
-    // lock is taken only for the row): a crash in between leaves only unreferenced blobs, which
-    // the sweeps remove; never a row without its file.
+    // lock is taken only for the row): a crash in between leaves only unreferenced blobs and
+    // their journal entries, which the sweeps settle; never a row without its file.
     const hashes = rendition ? [upload.sha256, rendition.sha256] : [upload.sha256];
     const now = isoNow(deps.clock);
     const row = {
@@ -100,8 +100,8 @@ export async function uploadDocument(
         store,
         hashes,
         async () => {
-          await blobs.commit(temp, upload.sha256);
-          if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
+          await blobs.put(temp.path, upload.sha256, upload.sizeBytes);
+          if (rendition) await blobs.put(rendition.temp.path, rendition.sha256, rendition.size);
         },
         (trx) => insertDocument(trx, row),
       );

@@ -56,6 +56,13 @@ export async function getDocumentRow(db: Kysely<Database>, workspaceId: string, 
   return row;
 }
 
+/** A live document by id alone, in whichever workspace: for a signed download URL, whose signature names the document. */
+export async function getSignedDocumentRow(db: Kysely<Database>, id: string): Promise<DocumentRow> {
+  const row = await db.selectFrom('documents').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+  if (!row) throw notFound('Document');
+  return row;
+}
+
 export async function listDocuments(
   db: Kysely<Database>,
   workspaceId: string,

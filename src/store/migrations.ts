@@ -253,6 +253,47 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
+    id: '0010_blob_store',
+    async up(db, dialect) {
+      // The blob journal (schema.ts, BlobCheckRow): the sweep reads its old entries instead of
+      // listing every stored file.
+      await db.schema
+        .createTable('blob_checks')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('sha256', 'text', (c) => c.notNull())
+        .addColumn('reason', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('blob_checks_created').on('blob_checks').columns(['created_at']).execute();
+      await db.schema.createIndex('blob_checks_sha256').on('blob_checks').columns(['sha256']).execute();
+      await db.schema
+        .createTable('server_secrets')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      if (dialect !== 'postgres') return;
+      // BLOB_STORE=postgres (src/blobs/postgres.ts): a file's row, then its bytes in 1 MiB chunks.
+      await db.schema
+        .createTable('blob_files')
+        .addColumn('sha256', 'text', (c) => c.primaryKey())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('chunk_bytes', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('blob_chunks')
+        .addColumn('sha256', 'text', (c) => c.notNull().references('blob_files.sha256').onDelete('cascade'))
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('data', 'bytea', (c) => c.notNull())
+        .addPrimaryKeyConstraint('blob_chunks_pk', ['sha256', 'seq'])
+        .execute();
+      // PDFs and DOCX files are compressed already: storing them out of line without another
+      // compression attempt saves the CPU.
+      await sql`alter table blob_chunks alter column data set storage external`.execute(db);
+    },
+  },
+  {
     id: '0011_idempotency',
     async up(db) {
       // Idempotency-Key (API.md, Integration conveniences; src/http/idempotency.ts): one row per

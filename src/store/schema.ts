@@ -212,6 +212,26 @@ export interface IdempotencyKeyRow {
   expires_at: string;
 }
 
+/**
+ * The blob journal: a hash that may have become unreferenced, written before a blob is put (an
+ * upload; removed in the transaction of the row that refers to it) or in the transaction that
+ * deletes rows (a permanent delete; removed once the file is gone or found in use). An entry
+ * older than the sweep's grace period was left by a crash: the sweep checks its hash again.
+ */
+export interface BlobCheckRow {
+  id: string;
+  sha256: string;
+  reason: 'upload' | 'delete';
+  created_at: string;
+}
+
+/** Secrets made once and shared by every process of a deployment (`download_url`: the HMAC key of signed download URLs). */
+export interface ServerSecretRow {
+  name: string;
+  value: string;
+  created_at: string;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -231,5 +251,7 @@ export interface Database {
   jobs: JobRow;
   workspace_claims: WorkspaceClaimRow;
   idempotency_keys: IdempotencyKeyRow;
+  blob_checks: BlobCheckRow;
+  server_secrets: ServerSecretRow;
   schema_migrations: SchemaMigrationRow;
 }

@@ -3,29 +3,55 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DiskBlobStore } from '../../src/blobs/disk.js';
-import type { TempBlob } from '../../src/blobs/store.js';
-import { sweepBlobs } from '../../src/blobs/sweep.js';
-import { removeUnreferencedBlobs } from '../../src/store/blob-locks.js';
-import { referencedBlobs } from '../../src/store/blob-locks.js';
-import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
-import { filesUnder, makePdf, multipart } from '../helpers/files.js';
+import os from 'node:os';
+import type { BlobStore, ByteRange, PresignOptions } from '../../src/blobs/store.js';
+import { journal, removeUnreferencedBlobs, sweepBlobJournal } from '../../src/store/blob-locks.js';
+import { bearer, createTestBlobs, createTestContext, createTestDatabase, TEST_BLOB_STORE, type TestBlobs, type TestContext } from '../helpers/context.js';
+import { makePdf, multipart } from '../helpers/files.js';
 
-/** A disk blob store that stops after committing a file until the test lets it go on. */
-class GatedBlobs extends DiskBlobStore {
+/** A blob store (the tests' own kind) that stops after putting a file until the test lets it go on. */
+class GatedBlobs implements BlobStore {
   gate: { reached: () => void; open: Promise<void> } | null = null;
+  constructor(readonly inner: BlobStore) {}
+  get kind() {
+    return this.inner.kind;
+  }
 
-  override async commit(temp: TempBlob, sha256: string): Promise<void> {
-    await super.commit(temp, sha256);
+  async put(file: string, sha256: string, size: number): Promise<void> {
+    await this.inner.put(file, sha256, size);
     const gate = this.gate;
     if (gate) {
       gate.reached();
       await gate.open;
     }
   }
+  open(sha256: string, range?: ByteRange) {
+    return this.inner.open(sha256, range);
+  }
+  stat(sha256: string) {
+    return this.inner.stat(sha256);
+  }
+  delete(sha256: string) {
+    return this.inner.delete(sha256);
+  }
+  list() {
+    return this.inner.list();
+  }
+  sweepPartial(olderThan: number) {
+    return this.inner.sweepPartial(olderThan);
+  }
+  presign(sha256: string, options: PresignOptions) {
+    return this.inner.presign(sha256, options);
+  }
+  check() {
+    return this.inner.check();
+  }
+  close() {
+    return this.inner.close();
+  }
 
   /** Closes the gate; resolves `reached` when an upload is held there; call `open()` to let it go. */
-  close(): { reached: Promise<void>; open: () => void } {
+  hold(): { reached: Promise<void>; open: () => void } {
     let reached!: () => void;
     let open!: () => void;
     const reachedP = new Promise<void>((r) => (reached = r));
@@ -38,13 +64,23 @@ class GatedBlobs extends DiskBlobStore {
 describe('an upload commits its file before the row\'s transaction', () => {
   let ctx: TestContext;
   let blobs: GatedBlobs;
+  let inner: TestBlobs;
   let headers: Record<string, string>;
 
   before(async () => {
-    ctx = await createTestContext({ makeBlobs: (dir) => (blobs = new GatedBlobs(dir)) });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-gated-'));
+    const database = await createTestDatabase();
+    inner = await createTestBlobs(TEST_BLOB_STORE, dataDir, database.store);
+    blobs = new GatedBlobs(inner.blobs);
+    ctx = await createTestContext({ database, dataDir, makeBlobs: () => blobs });
     headers = bearer(await ctx.key(['documents:read', 'documents:write', 'documents:delete', 'forms:write']));
   });
-  after(() => ctx.close());
+  after(async () => {
+    await ctx.close();
+    await inner.close().catch(() => {});
+    await ctx.database.drop();
+    fs.rmSync(ctx.dataDir, { recursive: true, force: true });
+  });
 
   function upload(pdf: Buffer) {
     const body = multipart([{ name: 'file', data: pdf, filename: 'a.pdf' }]);
@@ -52,7 +88,7 @@ describe('an upload commits its file before the row\'s transaction', () => {
   }
 
   it('other writes go on while an upload\'s file is being committed (no write lock held across the fsync)', async () => {
-    const gate = blobs.close();
+    const gate = blobs.hold();
     const pending = upload(await makePdf([{ width: 612, height: 792 }]));
     await gate.reached;
     // The upload is held after its file is in place and before its row: a write of another kind must not wait for it.
@@ -70,7 +106,7 @@ describe('an upload commits its file before the row\'s transaction', () => {
     assert.equal(first.statusCode, 201);
     const firstId = first.json().data.id;
     // A second upload of the same content: its commit finds the file and is held before its row.
-    const gate = blobs.close();
+    const gate = blobs.hold();
     const second = upload(pdf);
     await gate.reached;
     const deleted = ctx.app.inject({ method: 'DELETE', url: `/api/v1/documents/${firstId}?permanent=true`, headers });
@@ -85,29 +121,32 @@ describe('an upload commits its file before the row\'s transaction', () => {
     assert.deepEqual(file.rawPayload, pdf);
   });
 
-  it('the periodic sweep removes an old unreferenced blob, spares a young one and every referenced one', async () => {
-    const dir = path.join(ctx.dataDir, 'blobs');
-    const before = new Set(filesUnder(dir));
-    const put = (content: string, ageMs: number) => {
+  it('the sweep settles old journal entries (an orphan goes, a referenced file stays) and spares young ones', async () => {
+    const before = await ctx.storedBlobs();
+    const put = async (content: string) => {
       const sha = crypto.createHash('sha256').update(content).digest('hex');
-      const file = blobs.pathOf(sha);
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, content);
-      const at = new Date(Date.now() - ageMs);
-      fs.utimesSync(file, at, at);
+      const temp = await ctx.staging.createTemp();
+      fs.writeFileSync(temp.path, content);
+      await blobs.put(temp.path, sha, Buffer.byteLength(content));
+      await temp.discard();
       return sha;
     };
-    const old = put('crashed upload, an hour ago', 3_600_000);
-    const young = put('upload in flight', 1000);
-    const recheck = async (sha: string) => (await removeUnreferencedBlobs(ctx.store, blobs, [sha])).length > 0;
-    const swept = await sweepBlobs(blobs, () => referencedBlobs(ctx.store.db), 600_000, Date.now(), recheck);
-    assert.equal(swept.blobs, 1);
-    assert.ok(!fs.existsSync(blobs.pathOf(old)));
-    assert.ok(fs.existsSync(blobs.pathOf(young)));
-    for (const file of before) assert.ok(fs.existsSync(path.join(dir, file)), 'a referenced blob was removed');
-    // The recheck refuses to remove a blob a row refers to, even when asked to.
-    const referenced = [...(await referencedBlobs(ctx.store.db))];
-    assert.ok(referenced.length > 0);
-    assert.deepEqual(await removeUnreferencedBlobs(ctx.store, blobs, referenced), []);
+    // As a crash leaves them: a file put, its journal entry, no row.
+    const old = await put('crashed upload, an hour ago');
+    const young = await put('upload in flight');
+    const [referenced] = before;
+    assert.ok(referenced, 'an earlier test stored a document');
+    await journal(ctx.store.db, [old, referenced!], 'upload');
+    await ctx.store.db.updateTable('blob_checks').set({ created_at: new Date(Date.now() - 3_600_000).toISOString() }).execute();
+    await journal(ctx.store.db, [young], 'upload');
+    const swept = await sweepBlobJournal(ctx.store, blobs, 600_000);
+    assert.deepEqual(swept, { checked: 2, removed: 1 });
+    assert.deepEqual(await ctx.storedBlobs(), [...before, young].sort(), 'the old orphan is gone; the referenced and the young one stay');
+    const left = await ctx.store.db.selectFrom('blob_checks').select('sha256').execute();
+    assert.deepEqual(left.map((r) => r.sha256), [young], 'settled entries are gone');
+    // The young one, once old, goes too; a delete's check never removes a file a row refers to.
+    assert.deepEqual(await sweepBlobJournal(ctx.store, blobs, 0, Date.now() + 1000), { checked: 1, removed: 1 });
+    assert.deepEqual(await removeUnreferencedBlobs(ctx.store, blobs, before), []);
+    assert.deepEqual(await ctx.storedBlobs(), before);
   });
 });

@@ -55,7 +55,7 @@ describe('documents', () => {
     const doc = res.json().data;
     assert.equal(res.headers.location, `${DOCS}/${doc.id}`);
     assert.deepEqual(Object.keys(doc).sort(), [
-      'createdAt', 'currentVersion', 'fileType', 'hasUnpublishedChanges', 'id', 'originalFilename', 'originalUrl',
+      'createdAt', 'currentVersion', 'downloadUrl', 'fileType', 'hasUnpublishedChanges', 'id', 'originalFilename', 'originalUrl',
       'pageCount', 'pageDimensions', 'pageSource', 'sha256', 'sizeBytes', 'status', 'title', 'updatedAt', 'workspaceId',
     ]);
     assert.equal(doc.title, 'Service Agreement.pdf');
@@ -123,7 +123,7 @@ describe('documents', () => {
       }
       const row = await ctx.store.db.selectFrom('documents').select(['rendition_sha256']).where('id', '=', doc.id).executeTakeFirstOrThrow();
       assert.ok(row.rendition_sha256, 'the rendition is stored');
-      assert.ok(filesUnder(path.join(ctx.dataDir, 'blobs')).some((f) => f.endsWith(row.rendition_sha256!)));
+      assert.ok((await ctx.storedBlobs()).includes(row.rendition_sha256!));
     }
     const dl = await ctx.app.inject({ method: 'GET', url: doc.originalUrl, headers });
     assert.equal(dl.headers['content-type'], 'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
@@ -196,7 +196,7 @@ describe('documents', () => {
     for (const [name, build, status, code] of cases) {
       it(name, async () => {
         const rows = await rowCount();
-        const blobsBefore = filesUnder(path.join(ctx.dataDir, 'blobs'));
+        const blobsBefore = await ctx.storedBlobs();
         const built = await build();
         const res = Array.isArray(built)
           ? await upload(built)
@@ -205,7 +205,7 @@ describe('documents', () => {
         assert.equal(res.json().code, code);
         assert.equal(res.json().success, false);
         assert.equal(await rowCount(), rows, 'no row');
-        assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'blobs')), blobsBefore, 'no blob');
+        assert.deepEqual(await ctx.storedBlobs(), blobsBefore, 'no blob');
         assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'tmp')), [], 'no temporary file');
       });
     }
@@ -297,12 +297,12 @@ describe('documents', () => {
       };
       const exact = await send(pdf);
       assert.equal(exact.statusCode, 201, exact.body);
-      const blobs = filesUnder(path.join(small.dataDir, 'blobs'));
+      const blobs = await small.storedBlobs();
       const over = await send(Buffer.concat([pdf, Buffer.from('\n')]));
       assert.equal(over.statusCode, 413);
       assert.equal(over.json().code, 'file_too_large');
       assert.match(over.json().hint, new RegExp(`larger than ${pdf.length} bytes`));
-      assert.deepEqual(filesUnder(path.join(small.dataDir, 'blobs')), blobs);
+      assert.deepEqual(await small.storedBlobs(), blobs);
       assert.deepEqual(filesUnder(path.join(small.dataDir, 'tmp')), []);
     } finally {
       await small.close();
@@ -339,18 +339,18 @@ describe('documents', () => {
     const sha = crypto.createHash('sha256').update(pdf).digest('hex');
     const a = (await upload([file(pdf)], h)).json().data;
     const b = (await upload([file(pdf)], h)).json().data;
-    const blobExists = () => filesUnder(path.join(ctx.dataDir, 'blobs')).some((f) => f.endsWith(sha));
+    const blobExists = async () => (await ctx.storedBlobs()).includes(sha);
     await ctx.app.inject({ method: 'POST', url: `${DOCS}/${a.id}/fields`, headers: h, payload: { type: 'date', pageNumber: 1, x: 0, y: 0, width: 0.1, height: 0.1 } });
 
     assert.equal((await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${a.id}`, headers: h })).statusCode, 200);
     assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${a.id}`, headers: h })).statusCode, 404);
     assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${a.id}/file`, headers: h })).statusCode, 404);
-    assert.ok(blobExists());
+    assert.ok(await blobExists());
     assert.equal((await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${a.id}?permanent=true`, headers: h })).statusCode, 200);
     assert.equal(await ctx.store.db.selectFrom('document_fields').select('id').where('document_id', '=', a.id).executeTakeFirst(), undefined);
-    assert.ok(blobExists(), 'b still uses the file');
+    assert.ok(await blobExists(), 'b still uses the file');
     assert.equal((await ctx.app.inject({ method: 'DELETE', url: `${DOCS}/${b.id}?permanent=true`, headers: h })).statusCode, 200);
-    assert.ok(!blobExists(), 'the last user is gone, so is the file');
+    assert.ok(!(await blobExists()), 'the last user is gone, so is the file');
     assert.equal((await ctx.app.inject({ method: 'GET', url: `${DOCS}/${b.id}`, headers: h })).statusCode, 404);
   });
 

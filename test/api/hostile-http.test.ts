@@ -108,7 +108,7 @@ describe('slow request bodies and the upload slots (raw sockets)', () => {
     // The handler sees the body end and removes the temporary file.
     for (let i = 0; i < 50 && filesUnder(`${ctx.dataDir}/tmp`).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(filesUnder(`${ctx.dataDir}/tmp`), []);
-    assert.deepEqual(filesUnder(`${ctx.dataDir}/blobs`), []);
+    assert.deepEqual(await ctx.storedBlobs(), []);
   });
 
   it('a slow JSON body is refused the same way', async () => {

@@ -7,7 +7,11 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp, type HttpLimits } from '../../src/app.js';
-import { DiskBlobStore } from '../../src/blobs/disk.js';
+import { createBlobStore } from '../../src/blobs/factory.js';
+import { Staging } from '../../src/blobs/staging.js';
+import type { BlobStore } from '../../src/blobs/store.js';
+import type { BlobConfig } from '../../src/config.js';
+import { startTestS3, type TestS3 } from './s3.js';
 import { findSoffice, LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
 import { normalizeGrant, type Permission } from '../../src/domain/grants.js';
@@ -28,6 +32,40 @@ import { migrate } from '../../src/store/migrations.js';
 export const TEST_DB = process.env.FORMSIGN_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
 export const TEST_REDIS_URL = process.env.FORMSIGN_TEST_REDIS_URL ?? null;
 const ADMIN_URL = process.env.FORMSIGN_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/**
+ * The blob store of the tests (FORMSIGN_TEST_BLOB_STORE): `disk` (the default), `postgres` (needs
+ * FORMSIGN_TEST_DB=postgres) or `s3` (an s3rver started by the test, see helpers/s3.ts).
+ */
+export const TEST_BLOB_STORE = (process.env.FORMSIGN_TEST_BLOB_STORE ?? 'disk') as 'disk' | 'postgres' | 's3';
+if (!['disk', 'postgres', 's3'].includes(TEST_BLOB_STORE)) throw new Error('FORMSIGN_TEST_BLOB_STORE must be disk, postgres or s3');
+if (TEST_BLOB_STORE === 'postgres' && TEST_DB !== 'postgres') throw new Error('FORMSIGN_TEST_BLOB_STORE=postgres needs FORMSIGN_TEST_DB=postgres');
+
+export interface TestBlobs {
+  blobs: BlobStore;
+  /** The settings a spawned `formsign` process needs to use the same store (BLOB_STORE, S3_*). */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** A blob store of `kind` for a test (a fresh s3rver bucket for `s3`). */
+export async function createTestBlobs(kind: 'disk' | 'postgres' | 's3', dataDir: string, store: Store): Promise<TestBlobs> {
+  let s3: TestS3 | null = null;
+  let config: BlobConfig = { kind: kind as 'disk' | 'postgres' };
+  if (kind === 's3') {
+    s3 = await startTestS3();
+    config = { kind: 's3', ...s3.config };
+  }
+  const blobs = await createBlobStore(config, { dataDir, db: store.db, dialect: store.dialect });
+  return {
+    blobs,
+    env: s3 ? s3.env : { BLOB_STORE: kind },
+    async close() {
+      await blobs.close();
+      await s3?.close();
+    },
+  };
+}
 
 /** LibreOffice for tests: off unless FORMSIGN_TEST_SOFFICE is `auto` (find it) or a path. */
 export const TEST_SOFFICE = process.env.FORMSIGN_TEST_SOFFICE ?? 'off';
@@ -90,7 +128,12 @@ export function createTestLimiter(limit: number, prefix = `formsign:test:${crypt
 
 export interface TestContext {
   app: FastifyInstance;
-  blobs: DiskBlobStore;
+  blobs: BlobStore;
+  staging: Staging;
+  /** The settings a spawned `formsign` process needs to use this context's blob store. */
+  blobEnv: Record<string, string>;
+  /** Every hash in the blob store (sorted). */
+  storedBlobs(): Promise<string[]>;
   /** Where this context's blobs live (`blobs/`, `tmp/`). */
   dataDir: string;
   store: Store;
@@ -127,8 +170,8 @@ export interface ContextOptions {
   ai?: AiConfig | null;
   /** Where stored files go (default: a temporary directory removed on close). */
   dataDir?: string;
-  /** The blob store on `dataDir` (default: a DiskBlobStore; tests put a gate in it). */
-  makeBlobs?: (dataDir: string) => DiskBlobStore;
+  /** The blob store (default: FORMSIGN_TEST_BLOB_STORE's, on `dataDir`; tests put a gate in it). */
+  makeBlobs?: (dataDir: string, store: Store) => BlobStore;
   /** Timeouts, the least body rate and the upload slots (default: the service's defaults). */
   http?: Partial<HttpLimits>;
   /** `GET /metrics` (default: off, as in the service). */
@@ -140,7 +183,9 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const limiter = options.limiter ?? createTestLimiter(options.rateLimit ?? 1_000_000);
   if (limiter instanceof RedisRateLimiter) await limiter.ready();
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
-  const blobs = options.makeBlobs?.(dataDir) ?? new DiskBlobStore(dataDir);
+  const testBlobs = options.makeBlobs ? null : await createTestBlobs(TEST_BLOB_STORE, dataDir, database.store);
+  const blobs = options.makeBlobs?.(dataDir, database.store) ?? testBlobs!.blobs;
+  const staging = new Staging(path.join(dataDir, 'tmp'));
   const pdf = new PdfAnalyzer();
   const clock: Clock = options.clock ?? (options.now ? { now: options.now } : systemClock);
   const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), ...options.queue });
@@ -149,6 +194,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     store: database.store,
     limiter,
     blobs,
+    staging,
     pdf,
     libreOffice: options.libreOffice === undefined ? testLibreOffice() : options.libreOffice,
     maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
@@ -171,6 +217,13 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     database,
     limiter,
     blobs,
+    staging,
+    blobEnv: testBlobs?.env ?? { BLOB_STORE: blobs.kind },
+    async storedBlobs() {
+      const all: string[] = [];
+      for await (const sha256 of blobs.list()) all.push(sha256);
+      return all.sort();
+    },
     dataDir,
     queue,
     get worker() {
@@ -190,6 +243,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
       await app.close();
       await pdf.close();
       await limiter.close();
+      await (testBlobs ? testBlobs.close() : blobs.close());
       if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
       if (!options.database) await database.drop();
     },

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -175,4 +176,12 @@ export async function inflatingPdf(inflatedBytes: number): Promise<Buffer> {
   const rows = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
   add(Buffer.from(`xref\n0 ${offsets.length + 1}\n0000000000 65535 f \n${rows}trailer\n<< /Size ${offsets.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`, 'latin1'));
   return Buffer.concat(chunks);
+}
+
+/** A real one-page PDF of about `bytes` bytes: random bytes as an attachment (incompressible). */
+export async function largePdf(bytes: number): Promise<Buffer> {
+  const doc = await PDFDocument.create();
+  doc.addPage([612, 792]);
+  await doc.attach(crypto.randomBytes(bytes), 'appendix.bin', { mimeType: 'application/octet-stream' });
+  return Buffer.from(await doc.save({ useObjectStreams: false }));
 }

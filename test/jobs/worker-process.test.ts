@@ -38,7 +38,7 @@ describe(`parse-job worker processes (${TEST_DB})`, () => {
     // Sixteen uploads of one workspace at once set up a test below: more than the default share.
     ctx = await createTestContext({ database, dataDir, libreOffice: null, http: { uploadsPerWorkspace: 16 } });
     headers = bearer(await ctx.key(['documents:read', 'documents:write', 'documents:parse_ai'], 'workers'));
-    env = { PATH: process.env.PATH, LOG_LEVEL: 'warn', DATA_DIR: dataDir, JOB_LEASE_MS: '1500', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
+    env = { PATH: process.env.PATH, LOG_LEVEL: 'warn', DATA_DIR: dataDir, JOB_LEASE_MS: '1500', ...ctx.blobEnv, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
   });
   after(async () => {
     for (const child of children) child.kill('SIGKILL');

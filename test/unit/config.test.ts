@@ -34,6 +34,9 @@ describe('configuration', () => {
       },
       sqliteBusyWaitMs: 5000,
       metrics: { enabled: false, token: null },
+      blobs: { kind: 'disk' },
+      publicBaseUrl: null,
+      downloadUrlExpiresS: 900,
     });
   });
 
@@ -42,6 +45,35 @@ describe('configuration', () => {
     assert.deepEqual(loadConfig({ METRICS: '0' }).metrics, { enabled: false, token: null });
     assert.throws(() => loadConfig({ METRICS: 'yes' }), (e: unknown) => e instanceof ConfigError && /METRICS/.test(e.message));
     assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (e: unknown) => e instanceof ConfigError && /METRICS_TOKEN/.test(e.message));
+  });
+
+  it('chooses the blob store (postgres by default with DATABASE_URL) and reads the S3 settings; a bad one names itself', () => {
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://db/x' }).blobs, { kind: 'postgres' });
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://db/x', BLOB_STORE: 'disk' }).blobs, { kind: 'disk' });
+    assert.deepEqual(
+      loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: '/formsign' }).blobs,
+      { kind: 's3', endpoint: 'http://127.0.0.1:9000', bucket: 'files', region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, forcePathStyle: true, prefix: 'formsign/' },
+    );
+    assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://api.example.com/' }).publicBaseUrl, 'https://api.example.com');
+    assert.equal(loadConfig({ DOWNLOAD_URL_EXPIRES_S: '60' }).downloadUrlExpiresS, 60);
+    const bad: Array<[Record<string, string>, string]> = [
+      [{ BLOB_STORE: 'ftp' }, 'BLOB_STORE'],
+      [{ BLOB_STORE: 'postgres' }, 'BLOB_STORE'],
+      [{ BLOB_STORE: 's3' }, 'S3_BUCKET'],
+      [{ BLOB_STORE: 's3', S3_BUCKET: 'Bad_Bucket' }, 'S3_BUCKET'],
+      [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'ftp://x' }, 'S3_ENDPOINT'],
+      [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_ACCESS_KEY_ID: 'a' }, 'S3_SECRET_ACCESS_KEY'],
+      [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_FORCE_PATH_STYLE: 'maybe' }, 'S3_FORCE_PATH_STYLE'],
+      [{ PUBLIC_BASE_URL: 'https://x.example/?a=1' }, 'PUBLIC_BASE_URL'],
+      [{ DOWNLOAD_URL_EXPIRES_S: '604801' }, 'DOWNLOAD_URL_EXPIRES_S'],
+    ];
+    for (const [env, variable] of bad) {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(variable),
+        JSON.stringify(env),
+      );
+    }
   });
 
   it('reads the limits on slow and numerous clients and the SQLite lock wait, and refuses inconsistent ones', () => {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { DiskBlobStore } from '../../src/blobs/disk.js';
 import { HashLocks } from '../../src/blobs/locks.js';
-import { sweepBlobs } from '../../src/blobs/sweep.js';
+import { Staging } from '../../src/blobs/staging.js';
 import { inspectDocx } from '../../src/files/docx.js';
 import { UnreadableDocument } from '../../src/files/errors.js';
 import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
@@ -310,27 +310,26 @@ describe('LibreOffice conversion', () => {
   });
 });
 
-describe('blob store and start-up sweep', () => {
-  it('commits content-addressed blobs atomically and sweeps what no row refers to', async () => {
+describe('staging and the disk blob store', () => {
+  it('puts content-addressed blobs from staging atomically; the staging sweep removes only dead processes\' files', async () => {
     const root = tempDir();
     const blobs = new DiskBlobStore(root);
+    const staging = new Staging(path.join(root, 'tmp'));
     const write = async (text: string) => {
-      const temp = await blobs.createTemp();
+      const temp = await staging.createTemp();
       await new Promise<void>((resolve, reject) => {
         const stream = temp.stream();
         stream.on('finish', resolve).on('error', reject);
         stream.end(text);
       });
       const sha = crypto.createHash('sha256').update(text).digest('hex');
-      await blobs.commit(temp, sha);
+      await blobs.put(temp.path, sha, Buffer.byteLength(text));
+      await temp.discard();
       return sha;
     };
     const kept = await write('kept');
-    const orphan = await write('orphan');
-    const young = await write('young');
-    const old = new Date(Date.now() - 3_600_000);
-    for (const sha of [kept, orphan]) fs.utimesSync(blobs.pathOf(sha), old, old);
-    // Temporary files: of a process that is gone; of an earlier process that had this pid (a
+    assert.equal(await write('kept'), kept, 'the same bytes again: stored once');
+    // Staged files: of a process that is gone; of an earlier process that had this pid (a
     // restarted container); of another host, recent and old; and one of this live process.
     const host = os.hostname().replace(/[^A-Za-z0-9.]/g, '_');
     const tmp = (name: string) => path.join(root, 'tmp', name);
@@ -339,23 +338,21 @@ describe('blob store and start-up sweep', () => {
     fs.writeFileSync(tmp('otherhost-12-cccccccccccc-03'), 'another host, recent');
     fs.writeFileSync(tmp('otherhost-13-dddddddddddd-04'), 'another host, a day old');
     fs.utimesSync(tmp('otherhost-13-dddddddddddd-04'), new Date(Date.now() - 25 * 3_600_000), new Date(Date.now() - 25 * 3_600_000));
-    const mine = await blobs.createTemp();
+    const mine = await staging.createTemp();
     fs.writeFileSync(mine.path, 'in flight');
 
-    const result = await sweepBlobs(blobs, async () => new Set([kept]), 600_000);
-    assert.deepEqual(result, { temps: 3, blobs: 1 });
+    assert.equal(await staging.sweep(), 3);
     assert.deepEqual(fs.readdirSync(path.join(root, 'tmp')).sort(), [path.basename(mine.path), 'otherhost-12-cccccccccccc-03'].sort());
-    const left = [];
-    for await (const b of blobs.list()) left.push(b.sha256);
-    assert.deepEqual(left.sort(), [kept, young].sort(), 'the young unreferenced blob is spared by the grace period');
     assert.ok(fs.existsSync(mine.path), "a live process's upload is left alone");
-    assert.deepEqual(await sweepBlobs(blobs, async () => new Set([kept]), 0), { temps: 0, blobs: 1 });
+    const left = [];
+    for await (const b of blobs.list()) left.push(b);
+    assert.deepEqual(left, [kept]);
     const opened = await blobs.open(kept);
     assert.equal(opened.size, 4);
     const chunks: Buffer[] = [];
     for await (const chunk of opened.stream) chunks.push(chunk as Buffer);
     assert.equal(Buffer.concat(chunks).toString(), 'kept');
-    await assert.rejects(blobs.open(orphan), { code: 'ENOENT' });
+    await assert.rejects(blobs.open('0'.repeat(64)), { code: 'ENOENT' });
     fs.rmSync(root, { recursive: true });
   });
 

@@ -2,22 +2,24 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
-import type { TempBlob } from '../../blobs/store.js';
+import type { TempBlob } from '../../blobs/staging.js';
+import type { ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
-import { UnsupportedFileType } from '../../files/analyze.js';
+import { MIME, UnsupportedFileType } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
 import { QueueFull } from '../../files/fair-queue.js';
 import { deleteDocument } from '../../services/delete-document.js';
 import { updateDocument } from '../../services/update-document.js';
 import { hashingCounter, uploadDocument, type ReceivedUpload } from '../../services/upload-document.js';
-import { getDocumentRow, listDocuments, toDocument } from '../../store/documents.js';
+import { getDocumentRow, getSignedDocumentRow, listDocuments, toDocument, type DocumentView } from '../../store/documents.js';
+import type { DocumentRow } from '../../store/schema.js';
 import { listFields } from '../../store/fields.js';
 import { documentId } from '../params.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
 import { DeleteQuery, Deleted, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
-import { DocumentParams, DocumentSchema, DocumentWithFields, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
+import { DocumentParams, DocumentSchema, DocumentWithFields, FileQuery, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
 
 /** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
 export function cleanFilename(raw: string | undefined): string {
@@ -89,10 +91,53 @@ function fileTooLarge(maxBytes: number): AppError {
   return new AppError('file_too_large', `The file is larger than ${maxBytes} bytes, the most this service accepts.`);
 }
 
+/** Whether an `If-None-Match` header names `etag` (or is `*`); weak tags compare by their value. */
+function matchesEtag(header: string | string[] | undefined, etag: string): boolean {
+  if (typeof header !== 'string') return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === etag;
+  });
+}
+
+/**
+ * One byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`) of a file of `size` bytes, clamped to it;
+ * `null` for a header this server does not honour (several ranges, another unit, a malformed one:
+ * the whole file is sent, as RFC 9110 allows); `unsatisfiable` for a range past the end.
+ */
+export function parseRange(header: string, size: number): ByteRange | null | 'unsatisfiable' {
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === '' && match[2] === '')) return null;
+  if (match[1] === '') {
+    const suffix = Number(match[2]);
+    if (suffix === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(match[1]);
+  const end = match[2] === '' ? size - 1 : Math.min(Number(match[2]), size - 1);
+  if (match[2] !== '' && Number(match[2]) < start) return null;
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
+}
+
 /** Documents: upload, list, read, download, update (title, status), delete. */
 export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { store, blobs } = deps;
   const tags = ['Documents'];
+
+  /** The document as answered: with a `downloadUrl` made now (a presigned URL of the store, or one formsign serves). */
+  async function present(request: FastifyRequest, document: DocumentView): Promise<DocumentView & { downloadUrl: string }> {
+    const { signer, publicBaseUrl, expiresS } = deps.downloads;
+    const presigned = await blobs.presign(document.sha256, {
+      expiresInS: expiresS,
+      contentType: MIME[document.fileType],
+      contentDisposition: contentDisposition(document.originalFilename),
+    });
+    if (presigned) return { ...document, downloadUrl: presigned };
+    const expires = Math.floor(deps.clock.now() / 1000) + expiresS;
+    const base = publicBaseUrl ?? `${request.protocol}://${request.host}`;
+    return { ...document, downloadUrl: `${base}${document.originalUrl}?expires=${expires}&signature=${signer.sign(document.id, expires)}` };
+  }
 
   app.post('/documents', {
     config: { grants: ['documents:write'] },
@@ -113,7 +158,7 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
         release = deps.uploads.acquire(principal.workspaceId);
         const document = await uploadDocument(deps, principal, { receive: (temp) => receive(request, temp, deps.maxUploadBytes) });
         reply.code(201).header('location', `/api/v1/documents/${document.id}`);
-        return { success: true, data: document };
+        return { success: true, data: await present(request, document) };
       } catch (error) {
         // The rest of a refused upload is not read: the connection cannot be used again.
         reply.header('connection', 'close');
@@ -130,7 +175,7 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
     handler: async (request) => {
       const page = applyPagination(request.query);
       const { items, total } = await listDocuments(store.db, workspaceOf(request), { status: request.query.status }, page);
-      return listEnvelope(items, total, page);
+      return listEnvelope(await Promise.all(items.map((item) => present(request, item))), total, page);
     },
   });
 
@@ -139,27 +184,61 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
     schema: { tags, summary: 'Get a document with its fields', params: DocumentParams, querystring: NoQuery, response: responses(200, Ok(DocumentWithFields)) },
     handler: async (request) => {
       const row = await getDocumentRow(store.db, workspaceOf(request), documentId(request.params.id));
-      return { success: true, data: { ...toDocument(row), fields: await listFields(store.db, row.id) } };
+      return { success: true, data: { ...(await present(request, toDocument(row))), fields: await listFields(store.db, row.id) } };
     },
   });
 
-  app.get<{ Params: Static<typeof DocumentParams> }>('/documents/:id/file', {
-    config: { grants: ['documents:read'] },
-    schema: { tags, summary: 'Download the original file', params: DocumentParams, querystring: NoQuery },
+  app.get<{ Params: Static<typeof DocumentParams>; Querystring: Static<typeof FileQuery> }>('/documents/:id/file', {
+    config: { grants: ['documents:read'], signedDownload: true },
+    schema: {
+      tags,
+      summary: 'Download the original file (with the key, or through a signed downloadUrl without it); Range, ETag and If-None-Match',
+      params: DocumentParams,
+      querystring: FileQuery,
+    },
     handler: async (request, reply) => {
-      const row = await getDocumentRow(store.db, workspaceOf(request), documentId(request.params.id));
+      const id = documentId(request.params.id);
+      const { expires, signature } = request.query;
+      let row: DocumentRow;
+      if (signature !== undefined) {
+        const verdict = deps.downloads.signer.verify(id, expires ?? '', signature, deps.clock.now());
+        if (verdict !== 'ok') {
+          throw new AppError('invalid_signature', verdict === 'expired' ? 'This download URL has expired: read the document again for a new downloadUrl.' : 'This download URL is not valid (its signature does not match): use the downloadUrl exactly as given.');
+        }
+        row = await getSignedDocumentRow(store.db, id);
+      } else {
+        row = await getDocumentRow(store.db, workspaceOf(request), id);
+      }
+      const etag = `"${row.sha256}"`;
+      const size = Number(row.size_bytes);
+      reply
+        .header('etag', etag)
+        .header('accept-ranges', 'bytes')
+        .header('cache-control', signature === undefined ? 'private, no-cache' : 'private, max-age=60')
+        .header('x-content-type-options', 'nosniff');
+      if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
+      let range: ByteRange | null = null;
+      const ifRange = request.headers['if-range'];
+      if (typeof request.headers.range === 'string' && (ifRange === undefined || ifRange === etag)) {
+        const asked = parseRange(request.headers.range, size);
+        if (asked === 'unsatisfiable') {
+          throw new AppError('range_not_satisfiable', `The file has ${size} bytes: ask for a range within bytes=0-${Math.max(0, size - 1)}.`, { 'content-range': `bytes */${size}` });
+        }
+        range = asked;
+      }
       let opened;
       try {
-        opened = await blobs.open(row.sha256);
+        opened = await blobs.open(row.sha256, range ?? undefined);
       } catch (error) {
-        request.log.error({ err: error, sha256: row.sha256 }, 'stored file missing');
+        request.log.error({ err: error, sha256: row.sha256, store: blobs.kind }, 'stored file cannot be read');
         throw error;
       }
-      reply
-        .header('content-type', row.mime_type)
-        .header('content-length', String(opened.size))
-        .header('content-disposition', contentDisposition(row.original_filename))
-        .header('x-content-type-options', 'nosniff');
+      reply.header('content-type', row.mime_type).header('content-disposition', contentDisposition(row.original_filename));
+      if (range) {
+        reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${opened.size}`).header('content-length', String(range.end - range.start + 1));
+      } else {
+        reply.header('content-length', String(opened.size));
+      }
       return reply.send(opened.stream);
     },
   });
@@ -173,7 +252,7 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
         title: request.body.title,
         status: request.body.status,
       });
-      return { success: true, data: document };
+      return { success: true, data: await present(request, document) };
     },
   });
 

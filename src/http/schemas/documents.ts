@@ -35,10 +35,23 @@ export const DocumentSchema = Type.Object(
     currentVersion: Nullable(Type.Integer({ minimum: 1 })),
     hasUnpublishedChanges: Type.Boolean(),
     originalUrl: Type.String(),
+    downloadUrl: Type.Optional(
+      Type.String({
+        description: 'An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots.',
+      }),
+    ),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
   { title: 'Document' },
+);
+
+export const FileQuery = Type.Object(
+  {
+    expires: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$', description: 'Of a signed downloadUrl: when it stops working (Unix seconds)' })),
+    signature: Type.Optional(Type.String({ maxLength: 100, description: 'Of a signed downloadUrl: its signature; with it, no API key is needed' })),
+  },
+  { additionalProperties: false },
 );
 
 export const FieldSchema = Type.Object(

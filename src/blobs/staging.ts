@@ -1,0 +1,82 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+
+/** This process, told apart from an earlier one that had the same pid (containers restart as pid 1). */
+const INSTANCE = crypto.randomBytes(6).toString('hex');
+const HOST = os.hostname().replace(/[^A-Za-z0-9.]/g, '_');
+/** A staged file of another host, or of a name we do not know, is removed once it is this old. */
+const FOREIGN_TEMP_MAX_AGE_MS = 24 * 3_600_000;
+
+/** A file being received on local disk, before it is read, accepted and put into the blob store. */
+export interface TempBlob {
+  /** On local disk, so that it can be analysed. */
+  path: string;
+  stream(): Writable;
+  /** Removes the staged file; safe to call twice or after the store took it. */
+  discard(): Promise<void>;
+}
+
+/**
+ * Local staging of uploads, whatever the blob store: `<DATA_DIR>/tmp/`, files named after the
+ * process that writes them (`<host>-<pid>-<instance>-<random>`), so that a sweep can tell the
+ * leftovers of a crashed process from the uploads of a live one. Under the same root as the disk
+ * store's blobs, so that the disk store moves a file into place with an atomic rename.
+ */
+export class Staging {
+  constructor(readonly dir: string) {
+    fs.mkdirSync(dir, { recursive: true });
+  }
+
+  async createTemp(): Promise<TempBlob> {
+    const file = path.join(this.dir, `${HOST}-${process.pid}-${INSTANCE}-${crypto.randomBytes(12).toString('hex')}`);
+    let discarded = false;
+    return {
+      path: file,
+      stream: () => fs.createWriteStream(file, { flags: 'wx' }),
+      discard: async () => {
+        if (discarded) return;
+        discarded = true;
+        await fsp.rm(file, { force: true });
+      },
+    };
+  }
+
+  /** Removes staged files left by processes that no longer run; returns how many. */
+  async sweep(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const name of await fsp.readdir(this.dir).catch(() => [])) {
+      const file = path.join(this.dir, name);
+      if (await isLeftOver(name, file, now)) {
+        await fsp.rm(file, { force: true, recursive: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+}
+
+/** Whether a staged file belongs to no running process (see the naming in `createTemp`). */
+async function isLeftOver(name: string, file: string, now: number): Promise<boolean> {
+  const match = /^(.+)-(\d+)-([0-9a-f]{12})-[0-9a-f]+$/.exec(name);
+  if (match && match[1] === HOST) {
+    const pid = Number(match[2]);
+    if (pid === process.pid) return match[3] !== INSTANCE;
+    return !isAlive(pid);
+  }
+  // Another host's (a shared volume) or an unknown name: this host cannot tell whether its writer runs.
+  const stat = await fsp.stat(file).catch(() => null);
+  return stat !== null && now - stat.mtimeMs > FOREIGN_TEMP_MAX_AGE_MS;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
