@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildApp } from '../src/app.js';
 import { DiskBlobStore } from '../src/blobs/disk.js';
+import { Staging } from '../src/blobs/staging.js';
 import { PdfAnalyzer } from '../src/files/pdf.js';
 import { MemoryRateLimiter } from '../src/limits/memory.js';
 import { createStore } from '../src/store/db.js';
@@ -17,7 +18,7 @@ export async function openApiDocument(): Promise<unknown> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-openapi-'));
   const store = createStore({ databaseUrl: null, sqlitePath: path.join(dir, 'formsign.sqlite') });
   const pdf = new PdfAnalyzer();
-  const app = await buildApp({ store, limiter: new MemoryRateLimiter(100), blobs: new DiskBlobStore(dir), pdf, libreOffice: null, maxUploadBytes: 52_428_800, logLevel: 'silent' });
+  const app = await buildApp({ store, limiter: new MemoryRateLimiter(100), blobs: new DiskBlobStore(dir), staging: new Staging(path.join(dir, 'tmp')), pdf, libreOffice: null, maxUploadBytes: 52_428_800, logLevel: 'silent' });
   try {
     await app.ready();
     return JSON.parse((await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).body);

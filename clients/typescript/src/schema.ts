@@ -589,7 +589,7 @@ export interface components {
             error: string;
             /** @description What went wrong and how to fix it */
             hint: string;
-            code: "validation_failed" | "invalid_pagination" | "rule_cycle" | "ai_not_configured" | "missing_api_key" | "invalid_api_key" | "missing_grant" | "not_found" | "request_timeout" | "invalid_status_transition" | "document_not_editable" | "form_not_editable" | "job_not_completed" | "job_already_applied" | "no_changes" | "idempotency_key_in_progress" | "precondition_failed" | "file_too_large" | "payload_too_large" | "unsupported_file_type" | "unsupported_media_type" | "unreadable_document" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "unavailable";
+            code: "validation_failed" | "invalid_pagination" | "rule_cycle" | "ai_not_configured" | "missing_api_key" | "invalid_api_key" | "missing_grant" | "invalid_signature" | "not_found" | "request_timeout" | "invalid_status_transition" | "document_not_editable" | "form_not_editable" | "job_not_completed" | "job_already_applied" | "no_changes" | "idempotency_key_in_progress" | "precondition_failed" | "file_too_large" | "payload_too_large" | "unsupported_file_type" | "unsupported_media_type" | "range_not_satisfiable" | "unreadable_document" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "unavailable";
         };
     };
     responses: never;
@@ -5631,6 +5631,8 @@ export interface operations {
                             currentVersion: number | null;
                             hasUnpublishedChanges: boolean;
                             originalUrl: string;
+                            /** @description An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots. */
+                            downloadUrl?: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 UTC with milliseconds
@@ -5856,6 +5858,8 @@ export interface operations {
                             currentVersion: number | null;
                             hasUnpublishedChanges: boolean;
                             originalUrl: string;
+                            /** @description An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots. */
+                            downloadUrl?: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 UTC with milliseconds
@@ -6130,6 +6134,8 @@ export interface operations {
                             currentVersion: number | null;
                             hasUnpublishedChanges: boolean;
                             originalUrl: string;
+                            /** @description An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots. */
+                            downloadUrl?: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 UTC with milliseconds
@@ -6417,6 +6423,8 @@ export interface operations {
                             currentVersion: number | null;
                             hasUnpublishedChanges: boolean;
                             originalUrl: string;
+                            /** @description An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots. */
+                            downloadUrl?: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 UTC with milliseconds
@@ -6855,7 +6863,12 @@ export interface operations {
     };
     downloadDocumentFile: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Of a signed downloadUrl: when it stops working (Unix seconds) */
+                expires?: string;
+                /** @description Of a signed downloadUrl: its signature; with it, no API key is needed */
+                signature?: string;
+            };
             header?: {
                 /** @description Your id for the request (1–128 characters of A-Za-z0-9._-), echoed in the answer and written in the service's log. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -9370,6 +9383,8 @@ export interface operations {
                                 currentVersion: number | null;
                                 hasUnpublishedChanges: boolean;
                                 originalUrl: string;
+                                /** @description An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots. */
+                                downloadUrl?: string;
                                 /**
                                  * Format: date-time
                                  * @description ISO 8601 UTC with milliseconds
@@ -9917,6 +9932,8 @@ export interface operations {
                                     currentVersion: number | null;
                                     hasUnpublishedChanges: boolean;
                                     originalUrl: string;
+                                    /** @description An absolute URL of the same bytes that needs no key, made at each read and valid for DOWNLOAD_URL_EXPIRES_S (15 minutes by default); a presigned URL when files are in S3. Left out of revision snapshots. */
+                                    downloadUrl?: string;
                                     /**
                                      * Format: date-time
                                      * @description ISO 8601 UTC with milliseconds
