@@ -2,7 +2,7 @@ import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, invalid, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { LogicForm, LogicRule } from '../domain/logic.js';
-import { normalizeOptions } from '../domain/question-options.js';
+import { formulaProblem, normalizeOptions, QUESTION_TYPE_SPECS } from '../domain/question-types.js';
 import type { Priority, QuestionType } from '../domain/questions.js';
 import { assertLogicLimits, assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
 import type { Dialect, Store } from './db.js';
@@ -229,7 +229,7 @@ export async function loadContent(db: Kysely<Database>, formId: string): Promise
 export function logicOf(content: FormContent, exceptRuleId?: string): LogicForm & { texts: Map<string, string> } {
   return {
     sections: content.sections.map((s) => ({ id: s.id })),
-    questions: content.questions.map((q) => ({ id: q.id, type: q.type, sectionId: q.sectionId, isRequired: q.isRequired, options: q.options })),
+    questions: content.questions.map((q) => ({ id: q.id, type: q.type, sectionId: q.sectionId, isRequired: q.isRequired, options: q.options, questionText: q.questionText })),
     rules: content.rules.filter((r) => r.id !== exceptRuleId).map(ruleLogic),
     texts: new Map([...content.questions.map((q) => [q.id, q.questionText] as const), ...content.sections.map((s) => [s.id, s.title] as const)]),
   };
@@ -276,9 +276,18 @@ async function assertFormSize(trx: Transaction<Database>, formId: string): Promi
   }
 }
 
-/** Calculations whose formula refers to `questionId`. */
-function formulasUsing(content: FormContent, questionId: string): QuestionView[] {
-  return content.questions.filter((q) => q.type === 'calculation' && String(q.options.formula ?? '').includes(`{{${questionId}}}`));
+/**
+ * After a change of the questions (`after`), every calculation's formula must still resolve: each
+ * reference names exactly one number-like question, by id or by text. A change that would break
+ * one (deleting or retyping a question it uses, renaming a question it names by text, adding a
+ * question with a text it names) is refused at `path`, naming the calculation.
+ */
+function assertFormulas(after: readonly QuestionView[], path: string): void {
+  for (const calculation of after) {
+    if (QUESTION_TYPE_SPECS[calculation.type].value !== 'computed') continue;
+    const problem = formulaProblem(String(calculation.options.formula), after);
+    if (problem) throw invalid(path, `the formula of calculation ${calculation.id} uses this question and would break: it ${problem}; change that formula first`);
+  }
 }
 
 const siblings = (table: 'form_sections' | 'form_questions' | 'form_rules', formId: string): Siblings => ({ table, parentColumn: 'form_id', parentId: formId });
@@ -384,14 +393,16 @@ export interface QuestionInput {
 function checkQuestion(
   merged: Omit<QuestionView, 'id' | 'formId' | 'order' | 'createdAt' | 'updatedAt'>,
   content: FormContent,
-  selfId: string | null,
+  selfId: string,
   rawOptions: unknown,
 ): Record<string, unknown> {
   if (merged.sectionId !== null && !content.sections.some((s) => s.id === merged.sectionId)) throw invalid('sectionId', 'is not a section of this form');
-  if ((merged.type === 'heading' || merged.type === 'divider') && merged.isRequired) throw invalid('isRequired', `a ${merged.type} collects no answer and cannot be required`);
+  if (QUESTION_TYPE_SPECS[merged.type].value === 'none' && merged.isRequired) throw invalid('isRequired', `a ${merged.type} collects no answer and cannot be required`);
   if (rawOptions === null) return merged.options;
-  const questionTypes = new Map(content.questions.filter((q) => q.id !== selfId).map((q) => [q.id, q.type]));
-  return normalizeOptions(merged.type, rawOptions, { questionTypes });
+  // Formulas resolve among the questions as they will be, this one included.
+  const self = { id: selfId, type: merged.type, questionText: merged.questionText };
+  const questions = [...content.questions.filter((q) => q.id !== selfId), self];
+  return normalizeOptions(merged.type, rawOptions, { questions });
 }
 
 export async function createQuestion(store: Store, workspaceId: string, formId: string, input: QuestionInput & { questionText: string; type: QuestionType }): Promise<QuestionView> {
@@ -408,12 +419,13 @@ export async function createQuestion(store: Store, workspaceId: string, formId: 
       options: {},
     };
     assertRoom('questions', content.questions.length);
-    const options = checkQuestion(merged, content, null, input.options);
+    const id = newId();
+    const options = checkQuestion(merged, content, id, input.options);
     const position = clampPosition(input.order, content.questions.length);
     await openGap(trx, siblings('form_questions', formId), position);
     const now = new Date().toISOString();
     const row: FormQuestionRow = {
-      id: newId(),
+      id,
       form_id: formId,
       section_id: merged.sectionId,
       question_text: merged.questionText,
@@ -430,6 +442,8 @@ export async function createQuestion(store: Store, workspaceId: string, formId: 
     };
     const view = toQuestion(row);
     assertQuestionSize(view);
+    // A new question's text may make a formula's {{text}} name two questions.
+    assertFormulas([...content.questions, view], 'questionText');
     await trx.insertInto('form_questions').values(row).execute();
     return view;
   });
@@ -446,12 +460,10 @@ export async function updateQuestion(store: Store, workspaceId: string, formId: 
     // are checked again only when sent or when the type changes.
     const options = checkQuestion(merged, content, questionId, rawOptions === undefined && !typeChanged ? null : (rawOptions ?? {}));
     const next: QuestionView = { ...merged, options };
-    if (typeChanged) {
-      const calculation = formulasUsing(content, questionId)[0];
-      if (calculation) throw invalid('type', `the formula of calculation ${calculation.id} uses this question; change that formula first`);
-    }
     // Rules that use this question must still fit it, and a move into a section must not close a loop.
     const after: FormContent = { ...content, questions: content.questions.map((q) => (q.id === questionId ? next : q)) };
+    // Formulas that use it must still resolve (renaming a question a formula names by text is refused).
+    assertFormulas(after.questions, typeChanged ? 'type' : next.questionText !== current.questionText ? 'questionText' : 'options');
     const logic = logicOf(after);
     for (const rule of content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId))) {
       try {
@@ -498,8 +510,7 @@ export async function deleteQuestion(store: Store, workspaceId: string, formId: 
   await editContent(store, workspaceId, formId, async (trx, content) => {
     const current = content.questions.find((q) => q.id === questionId);
     if (!current) throw notFound('Question');
-    const calculation = formulasUsing(content, questionId)[0];
-    if (calculation) throw invalid('', `the formula of calculation ${calculation.id} uses this question; change that formula first`);
+    assertFormulas(content.questions.filter((q) => q.id !== questionId), '');
     const using = content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId)).map((r) => r.id);
     if (using.length > 0) await trx.deleteFrom('form_rules').where('id', 'in', using).execute();
     await trx.deleteFrom('form_questions').where('id', '=', questionId).execute();
