@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { HttpLimits, LogLevel } from './config.js';
 import { AppError } from './domain/errors.js';
-import { camelizeBody } from './http/casing.js';
+import { camelizeBody, checkFreeBody } from './http/casing.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
 import { contentRoutes } from './http/routes/content.js';
@@ -179,7 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const body = request.body;
       if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
         request.renames = new Map();
-        request.body = camelizeBody(body, opaque, request.renames);
+        request.body = route.config?.opaqueBody === true ? checkFreeBody(body) : camelizeBody(body, opaque, request.renames);
       }
       done();
     };

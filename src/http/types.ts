@@ -10,6 +10,8 @@ declare module 'fastify' {
     public?: boolean;
     /** Body keys whose values are free JSON, kept exactly as given (no key casing, no unknown-key rule). */
     opaqueKeys?: string[];
+    /** The whole body is free JSON, kept exactly as given (as `PUT /forms/{id}/settings` takes it). */
+    opaqueBody?: boolean;
     /** The JSON body may be left out altogether (then it is `{}`), as for publishing. */
     optionalBody?: boolean;
   }

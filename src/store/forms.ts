@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import { AppError, notFound } from '../domain/errors.js';
+import { AppError, invalid, notFound } from '../domain/errors.js';
+import { SETTINGS_MAX_BYTES } from '../domain/limits.js';
 import { newId } from '../domain/ids.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Dialect, Store } from './db.js';
@@ -32,7 +33,21 @@ export interface FormPatch {
   title?: string;
   description?: string | null;
   settings?: Record<string, unknown>;
+  /** Top-level keys merged into the stored settings (`PUT /forms/{id}/settings`); a `null` removes its key. */
+  settingsMerge?: Record<string, unknown>;
   status?: Status;
+}
+
+/** `settings` with `merge`'s keys set, those set to `null` removed; at most `SETTINGS_MAX_BYTES` as JSON. */
+export function mergeSettings(settings: Record<string, unknown>, merge: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...settings };
+  for (const [key, value] of Object.entries(merge)) {
+    if (value === null) delete out[key];
+    else out[key] = value;
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(out));
+  if (bytes > SETTINGS_MAX_BYTES) throw invalid('settings', `would be ${bytes} bytes as JSON after the merge; settings hold at most ${SETTINGS_MAX_BYTES} bytes`);
+  return out;
 }
 
 export interface Page {
@@ -126,7 +141,9 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
     const row = await lockLiveForm(trx, store.dialect, workspaceId, id);
     const ready = stillPrepared(row, prepared) ? prepared : undefined;
     const current = row.status as Status;
-    const { status, ...content } = patch;
+    const { status, settingsMerge, ...content } = patch;
+    // Merged under the row lock: two concurrent merges of different keys both land.
+    if (settingsMerge !== undefined) content.settings = mergeSettings(JSON.parse(row.settings) as Record<string, unknown>, settingsMerge);
     if (status !== undefined) assertForwardTransition('form', current, status);
     const editsContent = Object.values(content).some((value) => value !== undefined);
     if (current === 'archived' && editsContent) {

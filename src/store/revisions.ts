@@ -16,6 +16,7 @@ import type { Store } from './db.js';
 import { listFields, lockLiveDocument, toDocument, type DocumentView, type FieldView } from './documents.js';
 import { loadContent, loadFormWithContent, type FormContent } from './form-content.js';
 import { yieldToLoop } from '../domain/yield.js';
+import { upgradeFormSnapshot, upgradeFormSnapshotText } from '../domain/legacy-options.js';
 import { lockLiveForm, nextStamp, toForm, type Form, type Page } from './forms.js';
 import type { Database, DocumentRow, FormRow } from './schema.js';
 
@@ -214,7 +215,7 @@ export async function publishFormLocked(
   const definition = formDefinition(snapshot);
   const revision = await freeze(
     trx, 'form', row.workspace_id, row.id, version, now,
-    frozenOf(snapshot, definition, (previous) => summarize(diffForms(previous === null ? null : formDefinition(previous as FormSnapshot), definition), previous === null)),
+    frozenOf(snapshot, definition, (previous) => summarize(diffForms(previous === null ? null : formDefinition(upgradeFormSnapshot(previous as FormSnapshot)), definition), previous === null)),
     {}, options,
   );
   return revision && { form, revision };
@@ -292,7 +293,7 @@ export async function prepareFormPublish(
       ? undefined
       : await store.db.selectFrom('form_revisions').select('snapshot').where('form_id', '=', formId).where('version', '=', Number(base.current_version)).executeTakeFirst();
     await yieldToLoop();
-    const before = previous ? formDefinition(JSON.parse(previous.snapshot) as FormSnapshot) : null;
+    const before = previous ? formDefinition(upgradeFormSnapshot(JSON.parse(previous.snapshot) as FormSnapshot)) : null;
     await yieldToLoop();
     const defineBoth = before ? await definitionTexts(formLists(before), yieldToLoop, define) : define;
     summary = summarize(diffForms(before, definition, defineBoth), before === null);
@@ -461,7 +462,8 @@ export async function getRevision(
     .where('version', '=', version)
     .executeTakeFirst()) as (RevisionListRow & { snapshot: string }) | undefined;
   if (!row) throw notFound('Revision');
-  return { revision: toRevision(kind, row), snapshot: row.snapshot };
+  // Stored as published; a form's snapshot from before 0009 is served in today's shape.
+  return { revision: toRevision(kind, row), snapshot: kind === 'form' ? upgradeFormSnapshotText(row.snapshot) : row.snapshot };
 }
 
 /**
@@ -479,5 +481,5 @@ export async function findFormRevision(db: Kysely<Database>, workspaceId: string
 /** The snapshot of a form revision and its size as text; `undefined` when it no longer exists. */
 export async function formSnapshotOf(db: Kysely<Database>, revisionId: string): Promise<{ value: FormSnapshot; bytes: number } | undefined> {
   const row = await db.selectFrom('form_revisions').select('snapshot').where('id', '=', revisionId).executeTakeFirst();
-  return row ? { value: JSON.parse(row.snapshot) as FormSnapshot, bytes: row.snapshot.length } : undefined;
+  return row ? { value: upgradeFormSnapshot(JSON.parse(row.snapshot) as FormSnapshot), bytes: row.snapshot.length } : undefined;
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid, notFound } from '../../domain/errors.js';
+import { SETTINGS_MAX_BYTES } from '../../domain/limits.js';
 import type { Store } from '../../store/db.js';
 import { pathId } from '../params.js';
 import { contentJson, liveFormRow, loadFormWithContent } from '../../store/form-content.js';
@@ -11,13 +12,12 @@ import { createForm, deleteForm, listForms, toForm, updateForm } from '../../sto
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
 import { QuestionSchema, RuleSchema, SectionSchema } from '../schemas/content.js';
-import { CreateFormBody, DeleteQuery, Form, ListFormsQuery, NoQuery, UpdateFormBody } from '../schemas/forms.js';
+import { CreateFormBody, DeleteQuery, Form, ListFormsQuery, NoQuery, SettingsPatch, UpdateFormBody } from '../schemas/forms.js';
 import { Type } from 'typebox';
 
 const FormWithContent = Type.Intersect([Form, Type.Object({ sections: Type.Array(SectionSchema), questions: Type.Array(QuestionSchema), rules: Type.Array(RuleSchema) })]);
 import { keyIdOf, workspaceOf } from '../principal.js';
 
-const SETTINGS_MAX_BYTES = 64 * 1024;
 
 function checkSettings(settings: Record<string, unknown> | undefined): void {
   if (settings !== undefined && Buffer.byteLength(JSON.stringify(settings)) > SETTINGS_MAX_BYTES) {
@@ -107,6 +107,23 @@ export function formRoutes(app: FastifyInstance, store: Store, budgetBytes?: num
       const body = request.body;
       checkSettings(body.settings);
       const form = await updateForm(store, workspaceOf(request), id, { ...body, title: checkTitle(body.title) }, { keyId: keyIdOf(request), budgetBytes });
+      return { success: true, data: form };
+    },
+  });
+
+  app.put<{ Params: Static<typeof IdParams>; Body: Static<typeof SettingsPatch> }>('/api/v1/forms/:id/settings', {
+    config: { grants: ['forms:write'], opaqueBody: true },
+    schema: {
+      tags,
+      summary: "Merge keys into the form's settings (a key set to null is removed)",
+      params: IdParams,
+      querystring: NoQuery,
+      body: SettingsPatch,
+      response: responses(200, Ok(Form)),
+    },
+    handler: async (request) => {
+      const id = pathId('Form', request.params.id);
+      const form = await updateForm(store, workspaceOf(request), id, { settingsMerge: request.body }, { keyId: keyIdOf(request), budgetBytes });
       return { success: true, data: form };
     },
   });
