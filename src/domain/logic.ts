@@ -1,6 +1,6 @@
 import { isCalendarDate } from './fields.js';
 import { count, LIMITS, longerThan } from './limits.js';
-import { computeFormula, parseFormula, resolveReference, type Formula } from './question-options.js';
+import { computeFormula, parseFormula, referenceIndex, resolveReference, type Formula, type ReferenceIndex } from './question-options.js';
 import { answerKind, choicesOf, QUESTION_TYPE_SPECS, scalarProblem } from './question-types.js';
 import type { AnswerKind, QuestionType } from './questions.js';
 
@@ -191,8 +191,9 @@ function dependencies(form: LogicForm): Map<NodeId, NodeId[]> {
     for (const condition of rule.conditions) edge(q(condition.sourceQuestionId), target);
   }
   // A calculation's value depends on the answers (and so the visibility) of what it refers to.
+  const index = formulaIndex(form.questions);
   form.questions.forEach((question) => {
-    const formula = formulaOf(question, form.questions);
+    const formula = formulaOf(question, index);
     for (const source of formula?.sources ?? []) if (source >= 0) edge(q(form.questions[source]!.id), q(question.id));
   });
   return out;
@@ -203,15 +204,22 @@ function dependencies(form: LogicForm): Map<NodeId, NodeId[]> {
  * other types). A reference that resolves to nothing is left out: stored forms have none (every
  * change that would break a formula is refused), and a write being checked is refused elsewhere.
  */
-function formulaOf(question: LogicQuestion, questions: readonly LogicQuestion[]): (Formula & { sources: number[] }) | null {
+function formulaOf(question: LogicQuestion, index: FormulaIndex): (Formula & { sources: number[] }) | null {
   if (QUESTION_TYPE_SPECS[question.type].value !== 'computed' || typeof question.options.formula !== 'string') return null;
   const formula = parseFormula(question.options.formula);
-  const targets = questions.map((item, index) => ({ id: item.id, questionText: item.questionText ?? '', index }));
   const sources = formula.refs.map((name) => {
-    const found = resolveReference(name, targets);
+    const found = resolveReference(name, index);
     return 'question' in found ? found.question.index : -1;
   });
   return { ...formula, sources };
+}
+
+type FormulaIndex = ReferenceIndex<{ id: string; questionText: string; index: number }>;
+
+/** The questions by id and text, built once per form (only when it has a calculation). */
+function formulaIndex(questions: readonly LogicQuestion[]): FormulaIndex {
+  const any = questions.some((q) => QUESTION_TYPE_SPECS[q.type].value === 'computed');
+  return referenceIndex(any ? questions.map((item, index) => ({ id: item.id, questionText: item.questionText ?? '', index })) : []);
 }
 
 /**
@@ -284,7 +292,10 @@ export interface CompiledLogic {
   conditionOperator: Operator[];
   /** Per condition: the value to compare with (lists of `is_any_of` as sets). */
   conditionValue: unknown[];
-  /** Per question: its formula when it is a calculation (its value is computed, not answered). */
+  /**
+   * Per question: its formula when it is a calculation whose value is read (by a condition, or
+   * because it is required); its value is computed, never answered.
+   */
   formulas: Array<(Formula & { sources: number[]; decimalPlaces: number }) | null>;
   /** Whether any question is a calculation. */
   computes: boolean;
@@ -310,9 +321,13 @@ export function compileLogic(form: LogicForm): CompiledLogic {
     sectionOf[i] = section;
     dependsOn[base + i]!.push(section);
   });
-  // A calculation is decided after what its formula refers to (see `decideVisibility`).
+  // A calculation is decided after what its formula refers to (see `decideVisibility`). Only the
+  // values something reads are worked out: those of conditions' sources and required questions.
+  const index = formulaIndex(form.questions);
+  const read = new Set(form.rules.flatMap((rule) => rule.conditions.map((c) => c.sourceQuestionId)));
   const formulas = form.questions.map((question) => {
-    const formula = formulaOf(question, form.questions);
+    if (!question.isRequired && !read.has(question.id)) return null;
+    const formula = formulaOf(question, index);
     if (!formula) return null;
     if (formula.sources.includes(-1)) throw new Error(`calculation ${question.id} refers to a question that is not there`);
     return { ...formula, decimalPlaces: typeof question.options.decimal_places === 'number' ? question.options.decimal_places : 2 };

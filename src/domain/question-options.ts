@@ -194,16 +194,35 @@ export interface ReferenceTarget {
   questionText: string;
 }
 
+/** The questions of a form by id and by text, built once for resolving many references. */
+export interface ReferenceIndex<Q extends ReferenceTarget> {
+  byId: ReadonlyMap<string, Q>;
+  byText: ReadonlyMap<string, Q[]>;
+}
+
+export function referenceIndex<Q extends ReferenceTarget>(questions: readonly Q[]): ReferenceIndex<Q> {
+  const byId = new Map<string, Q>();
+  const byText = new Map<string, Q[]>();
+  for (const q of questions) {
+    byId.set(q.id, q);
+    const text = q.questionText.trim();
+    const list = byText.get(text);
+    if (list) list.push(q);
+    else byText.set(text, [q]);
+  }
+  return { byId, byText };
+}
+
 /**
  * The question a reference names: the question with that id, else the one question with that text
  * (exactly, after trimming). `{ problem }` when it names none or several.
  */
-export function resolveReference<Q extends ReferenceTarget>(name: string, questions: readonly Q[]): { question: Q } | { problem: string } {
-  const byId = questions.find((q) => q.id === name);
+export function resolveReference<Q extends ReferenceTarget>(name: string, index: ReferenceIndex<Q>): { question: Q } | { problem: string } {
+  const byId = index.byId.get(name);
   if (byId) return { question: byId };
-  const byText = questions.filter((q) => q.questionText.trim() === name);
+  const byText = index.byText.get(name) ?? [];
   if (byText.length === 1) return { question: byText[0]! };
-  if (byText.length === 0) return { problem: 'names no question of this form (neither an id nor a question text)' };
+  if (byText.length === 0) return { problem: 'is not a question of this form (no question has this id or this text)' };
   return { problem: `names ${byText.length} questions by their text; refer to one by its id` };
 }
 

@@ -1,7 +1,7 @@
 import { invalid } from './errors.js';
 import { isCalendarDate } from './fields.js';
 import { LIMITS } from './limits.js';
-import { checkOptionValue, parseFormula, resolveReference, type OptionRule, type ReferenceTarget } from './question-options.js';
+import { checkOptionValue, parseFormula, referenceIndex, resolveReference, type OptionRule, type ReferenceIndex, type ReferenceTarget } from './question-options.js';
 import type { AnswerKind, QuestionType } from './questions.js';
 
 /**
@@ -318,7 +318,7 @@ export const QUESTION_TYPE_SPECS: Record<QuestionType, QuestionTypeSpec> = {
     answerKind: () => 'number',
     options: { formula: { kind: 'formula', required: true }, decimal_places: DECIMAL_PLACES },
     crossCheck: (o, path, context) => {
-      const problem = formulaProblem(o.formula as string, context.questions);
+      const problem = formulaProblem(o.formula as string, referenceIndex(context.questions));
       if (problem) throw invalid(`${path}.formula`, problem);
     },
     answerProblem: () => 'must be null: it is calculated from the answers its formula refers to',
@@ -449,15 +449,15 @@ export function normalizeOptions(type: QuestionType, raw: unknown, context: Opti
 /**
  * Why a calculation's formula does not resolve among these questions (a reference that names no
  * question, several, or one that is not number-like), or `null`. The formula's syntax is checked
- * already (`parseFormula`).
+ * already (`parseFormula`). `questions` is indexed once (`referenceIndex`) for all formulas of a form.
  */
-export function formulaProblem(formula: string, questions: OptionContext['questions']): string | null {
+export function formulaProblem(formula: string, questions: ReferenceIndex<OptionContext['questions'][number]>): string | null {
   for (const name of parseFormula(formula).refs) {
     const found = resolveReference(name, questions);
     const shown = `{{${name.length > 60 ? `${name.slice(0, 60)}…` : name}}}`;
     if ('problem' in found) return `refers to ${shown}, which ${found.problem}`;
     if (!FORMULA_SOURCE_TYPES.has(found.question.type)) {
-      return `refers to ${shown}, a ${found.question.type} question; only ${[...FORMULA_SOURCE_TYPES].join(', ')} questions can be used`;
+      return `refers to a ${found.question.type} question (${shown}); only ${[...FORMULA_SOURCE_TYPES].join(', ')} questions can be used`;
     }
   }
   return null;

@@ -2,6 +2,7 @@ import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, invalid, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { LogicForm, LogicRule } from '../domain/logic.js';
+import { referenceIndex } from '../domain/question-options.js';
 import { formulaProblem, normalizeOptions, QUESTION_TYPE_SPECS } from '../domain/question-types.js';
 import type { Priority, QuestionType } from '../domain/questions.js';
 import { assertLogicLimits, assertNoCycle, checkRule, mergeRule, type RuleInput } from '../domain/rules.js';
@@ -283,9 +284,11 @@ async function assertFormSize(trx: Transaction<Database>, formId: string): Promi
  * question with a text it names) is refused at `path`, naming the calculation.
  */
 function assertFormulas(after: readonly QuestionView[], path: string): void {
-  for (const calculation of after) {
-    if (QUESTION_TYPE_SPECS[calculation.type].value !== 'computed') continue;
-    const problem = formulaProblem(String(calculation.options.formula), after);
+  const calculations = after.filter((q) => QUESTION_TYPE_SPECS[q.type].value === 'computed');
+  if (calculations.length === 0) return;
+  const index = referenceIndex(after);
+  for (const calculation of calculations) {
+    const problem = formulaProblem(String(calculation.options.formula), index);
     if (problem) throw invalid(path, `the formula of calculation ${calculation.id} uses this question and would break: it ${problem}; change that formula first`);
   }
 }
