@@ -43,7 +43,8 @@ export function mergeSettings(settings: Record<string, unknown>, merge: Record<s
   const out: Record<string, unknown> = { ...settings };
   for (const [key, value] of Object.entries(merge)) {
     if (value === null) delete out[key];
-    else out[key] = value;
+    // Defined, not assigned: a key named `__proto__` is a key like any other here.
+    else Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   }
   const bytes = Buffer.byteLength(JSON.stringify(out));
   if (bytes > SETTINGS_MAX_BYTES) throw invalid('settings', `would be ${bytes} bytes as JSON after the merge; settings hold at most ${SETTINGS_MAX_BYTES} bytes`);

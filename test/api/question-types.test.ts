@@ -129,6 +129,8 @@ describe('question types: answers, calculations, settings, OpenAPI, stored optio
     for (let i = 0; i < 8; i++) assert.equal(settings[`k${i}`], i);
     // Both spellings are different keys here: settings are free JSON.
     assert.equal((await send('PUT', `/forms/${form}/settings`, { a_b: 1, aB: 2 })).json().data.settings.aB, 2);
+    const proto = await ctx.app.inject({ method: 'PUT', url: `/api/v1/forms/${form}/settings`, headers: { ...headers, 'content-type': 'application/json' }, payload: '{"__proto__":{"x":1}}' });
+    assert.equal(proto.statusCode, 400, 'a __proto__ key is refused, as in every body');
     // Bad bodies change nothing.
     const before = (await send('GET', `/forms/${form}`)).json().data;
     refused(await send("PUT", `/forms/${form}/settings`, [1, 2]), /body: must be an object/);
