@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { systemClock } from './domain/clock.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
@@ -12,7 +13,7 @@ import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
 import { PdfAnalyzer } from './files/pdf.js';
 import { createStore, type Store } from './store/db.js';
 import { removeUnreferencedBlobs } from './store/blob-locks.js';
-import { referencedBlobs } from './store/documents.js';
+import { referencedBlobs } from './store/blob-locks.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
 
@@ -82,13 +83,14 @@ async function serve(config: Config, args: string[]): Promise<void> {
   // Loaded here so that the key commands start quickly without the HTTP stack.
   const { buildApp } = await import('./app.js');
   const blobs = new DiskBlobStore(config.dataDir);
-  const swept = await sweepBlobs(blobs, () => referencedBlobs(store.db), store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS);
+  const clock = systemClock;
+  const swept = await sweepBlobs(blobs, () => referencedBlobs(store.db), store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now());
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
   let worker: InstanceType<typeof ParseWorker> | null = null;
   const app = await buildApp({
     store,
@@ -101,17 +103,18 @@ async function serve(config: Config, args: string[]): Promise<void> {
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
     http: config.http,
+    clock,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
   });
   if (!flags['no-worker']) {
-    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config) });
+    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config), clock });
     worker.start();
   }
   app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
   if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
     const recheck = async (sha256: string) => (await removeUnreferencedBlobs(store, blobs, [sha256])).length > 0;
-    sweepBlobs(blobs, () => referencedBlobs(store.db), BLOB_SWEEP_GRACE_MS, Date.now(), recheck).then(
+    sweepBlobs(blobs, () => referencedBlobs(store.db), BLOB_SWEEP_GRACE_MS, clock.now(), recheck).then(
       (result) => (result.temps || result.blobs) && app.log.info(result, 'removed unreferenced files'),
       (error: unknown) => app.log.warn({ err: error }, 'periodic sweep of stored files failed'),
     );
@@ -161,9 +164,10 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const log = createLogger(config.logLevel, { base: { pid: process.pid, role: 'worker' } });
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
+  const clock = systemClock;
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
   const blobs = new DiskBlobStore(config.dataDir);
-  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config) }));
+  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config), clock }));
   for (const w of all) w.start();
   log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
   let stopping = false;
@@ -227,7 +231,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
     if (name.length === 0 || name.length > 100) throw new UsageError('--name must be 1–100 characters');
     if (values.grants === undefined) throw new UsageError('--grants is required, e.g. --grants forms:read,forms:write');
     const grants = parseGrants(values.grants);
-    const expiresAt = parseExpiry(values.expires, new Date());
+    const expiresAt = parseExpiry(values.expires, new Date(systemClock.now()));
     const { key, info } = await withStore(config, (store) => createKey(store.db, { workspace, name, grants, expiresAt }));
     if (values.json) {
       console.log(JSON.stringify({ id: info.id, key, workspace, grants, expiresAt }));

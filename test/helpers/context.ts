@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../../src/domain/clock.js';
 import type { AiConfig } from '../../src/detect/ai.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -105,6 +106,8 @@ export interface TestContext {
 export interface ContextOptions {
   rateLimit?: number;
   now?: () => number;
+  /** The service's one clock (default: the system's; `now` alone sets it too). */
+  clock?: Clock;
   database?: TestDatabase;
   limiter?: RateLimiter;
   keyCacheTtlMs?: number;
@@ -137,7 +140,8 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
   const blobs = options.makeBlobs?.(dataDir) ?? new DiskBlobStore(dataDir);
   const pdf = new PdfAnalyzer();
-  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, ...options.queue });
+  const clock: Clock = options.clock ?? (options.now ? { now: options.now } : systemClock);
+  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), ...options.queue });
   let worker: ParseWorker | null = null;
   const app = await buildApp({
     store: database.store,
@@ -148,14 +152,14 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
     revisionBytesPerWorkspace: options.revisionBytesPerWorkspace,
     logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
-    now: options.now,
+    clock,
     keyCacheTtlMs: options.keyCacheTtlMs,
     http: options.http,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
   });
   await app.ready();
   if (options.worker) {
-    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null });
+    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null, clock });
     worker.start();
   }
   return {
