@@ -41,6 +41,13 @@ export interface Config {
   http: HttpLimits;
   /** How long a write waits, off the event loop, for SQLite's lock held by another process. */
   sqliteBusyWaitMs: number;
+  /** `GET /metrics` (METRICS=true), and the bearer token it then requires (METRICS_TOKEN), if any. */
+  metrics: MetricsConfig;
+}
+
+export interface MetricsConfig {
+  enabled: boolean;
+  token: string | null;
 }
 
 /** How long and how slowly a client may take, and how many uploads may run at once. */
@@ -86,6 +93,20 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     throw new ConfigError(name, `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})`);
   }
   return Number(raw);
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (/^(true|1)$/i.test(raw)) return true;
+  if (/^(false|0)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+function metrics(env: Env): MetricsConfig {
+  const token = read(env, 'METRICS_TOKEN') ?? null;
+  if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 printable characters without spaces');
+  return { enabled: flag(env, 'METRICS', false), token };
 }
 
 function url(env: Env, name: string, protocols: string[]): string | null {
@@ -181,5 +202,6 @@ export function loadConfig(env: Env = process.env): Config {
     ai: ai(env),
     http: httpLimits(env),
     sqliteBusyWaitMs: integer(env, 'SQLITE_BUSY_WAIT_MS', 5_000, 0, 600_000),
+    metrics: metrics(env),
   };
 }

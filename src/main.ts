@@ -104,6 +104,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
     trustProxy: config.trustProxy,
     http: config.http,
     clock,
+    metrics: config.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
   });
   if (!flags['no-worker']) {

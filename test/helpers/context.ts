@@ -131,6 +131,8 @@ export interface ContextOptions {
   makeBlobs?: (dataDir: string) => DiskBlobStore;
   /** Timeouts, the least body rate and the upload slots (default: the service's defaults). */
   http?: Partial<HttpLimits>;
+  /** `GET /metrics` (default: off, as in the service). */
+  metrics?: { enabled: boolean; token: string | null };
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
@@ -155,6 +157,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     clock,
     keyCacheTtlMs: options.keyCacheTtlMs,
     http: options.http,
+    metrics: options.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
   });
   await app.ready();

@@ -33,7 +33,15 @@ describe('configuration', () => {
         uploadsTotal: 32,
       },
       sqliteBusyWaitMs: 5000,
+      metrics: { enabled: false, token: null },
     });
+  });
+
+  it('reads METRICS and METRICS_TOKEN', () => {
+    assert.deepEqual(loadConfig({ METRICS: 'true', METRICS_TOKEN: 'a-token-of-16-chars' }).metrics, { enabled: true, token: 'a-token-of-16-chars' });
+    assert.deepEqual(loadConfig({ METRICS: '0' }).metrics, { enabled: false, token: null });
+    assert.throws(() => loadConfig({ METRICS: 'yes' }), (e: unknown) => e instanceof ConfigError && /METRICS/.test(e.message));
+    assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (e: unknown) => e instanceof ConfigError && /METRICS_TOKEN/.test(e.message));
   });
 
   it('reads the limits on slow and numerous clients and the SQLite lock wait, and refuses inconsistent ones', () => {
