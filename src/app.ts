@@ -7,7 +7,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { HttpLimits, LogLevel, MetricsConfig } from './config.js';
 import { AppError } from './domain/errors.js';
-import { camelizeBody } from './http/casing.js';
+import { camelizeBody, checkFreeBody } from './http/casing.js';
+import { documentQuestionTypes } from './http/schemas/question-types.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
 import type { RouteDeps } from './http/route-deps.js';
@@ -202,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const body = request.body;
       if (body !== null && typeof body === 'object' && !Buffer.isBuffer(body)) {
         request.renames = new Map();
-        request.body = camelizeBody(body, opaque, request.renames);
+        request.body = route.config?.opaqueBody === true ? checkFreeBody(body) : camelizeBody(body, opaque, request.renames);
       }
       done();
     };
@@ -244,6 +245,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const spec = (documentObject as { openapiObject: { paths?: Record<string, Record<string, Record<string, unknown>>> } }).openapiObject;
       const upload = spec.paths?.['/api/v1/documents']?.post;
       if (upload) upload.requestBody = UPLOAD_REQUEST_BODY;
+      documentQuestionTypes(spec as Parameters<typeof documentQuestionTypes>[0]);
       for (const [path, operations] of Object.entries(spec.paths ?? {})) {
         for (const [method, operation] of Object.entries(operations)) {
           const body = operation.requestBody as { required?: boolean } | undefined;

@@ -1,8 +1,8 @@
 import { invalid } from './errors.js';
-import { isCalendarDate } from './fields.js';
 import { count, LIMITS, longerThan } from './limits.js';
-import { isEmpty, scalarProblem } from './logic.js';
-import { answerKind, choicesOf, type AnswerKind, type QuestionType } from './questions.js';
+import { isEmpty } from './logic.js';
+import { QUESTION_TYPE_SPECS, type QuestionTypeSpec } from './question-types.js';
+import type { QuestionType } from './questions.js';
 
 export interface AnswerQuestion {
   id: string;
@@ -13,8 +13,8 @@ export interface AnswerQuestion {
 /** A question with what checking its answers needs, worked out once. */
 interface Prepared {
   question: AnswerQuestion;
-  kind: AnswerKind;
-  /** The choices of a choice question, as a set (`null` for other kinds). */
+  spec: QuestionTypeSpec;
+  /** The choices of a choice question, as a set (`null` for other types). */
   choices: ReadonlySet<string> | null;
 }
 
@@ -24,9 +24,9 @@ export type AnswerQuestions = ReadonlyMap<string, Prepared>;
 export function answerQuestions(questions: readonly AnswerQuestion[]): AnswerQuestions {
   return new Map(
     questions.map((q) => {
-      const kind = answerKind(q.type, q.options);
-      const choices = kind === 'choice' || kind === 'choices' || q.type === 'ranking' ? new Set(choicesOf(q.type, q.options)) : null;
-      return [q.id, { question: q, kind, choices }];
+      const spec = QUESTION_TYPE_SPECS[q.type];
+      const choices = spec.choices(q.options);
+      return [q.id, { question: q, spec, choices: choices === null ? null : new Set(choices) }];
     }),
   );
 }
@@ -51,7 +51,7 @@ export function checkAnswers(byId: AnswerQuestions, answers: Record<string, unkn
     }
     // An empty answer (null, "", white space, []) is no answer, for every type.
     if (isEmpty(value)) continue;
-    const problem = answerProblem(prepared, value);
+    const problem = prepared.spec.answerProblem(value, prepared.question.options, prepared.choices);
     if (problem) throw invalid(at, `${problem} for a ${prepared.question.type} question`);
   }
 }
@@ -72,79 +72,4 @@ function textLength(value: unknown, at: string): number {
   let sum = 0;
   for (const item of Array.isArray(value) ? value : Object.values(value)) sum += textLength(item, at);
   return sum;
-}
-
-const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-
-function answerProblem({ question: q, kind, choices: choiceSet }: Prepared, value: unknown): string | null {
-  const o = q.options;
-  switch (kind) {
-    case 'none':
-      return 'must be null: it collects no answer';
-    case 'choice':
-      // "Other" lets the answer be any text.
-      if (o.allow_other === true) return typeof value === 'string' ? null : 'must be a string';
-      return typeof value === 'string' && choiceSet!.has(value) ? null : scalarProblem(q, kind, value);
-    case 'text':
-    case 'number':
-    case 'boolean':
-    case 'date':
-    case 'time':
-      return scalarProblem(q, kind, value);
-    case 'choices': {
-      const choices = choiceSet!;
-      if (!isStrings(value)) return 'must be an array of choices';
-      if (value.length > choices.size) return 'must not hold more items than there are choices';
-      if (value.some((v) => !choices.has(v))) return 'must hold only the choices';
-      return new Set(value).size === value.length ? null : 'must not repeat a choice';
-    }
-    default:
-      break;
-  }
-  switch (q.type) {
-    case 'ranking': {
-      const choices = choiceSet!;
-      const ok = isStrings(value) && value.length <= choices.size && value.every((v) => choices.has(v)) && new Set(value).size === value.length;
-      return ok ? null : 'must be an array of distinct choices in ranked order';
-    }
-    case 'matrix': {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'must be an object of row → column';
-      const rows = o.rows as string[];
-      const columns = o.columns as string[];
-      if (Object.keys(value).length > rows.length) return 'has more rows than the question';
-      for (const [row, cell] of Object.entries(value)) {
-        if (!rows.includes(row)) return `names the row "${row}", which is not one of the rows`;
-        const cells = o.allow_multiple === true && Array.isArray(cell) ? cell : [cell];
-        if (cells.length > columns.length) return `has more values for "${row}" than there are columns`;
-        if (cells.some((c) => typeof c !== 'string' || !columns.includes(c))) return `has a value for "${row}" that is not one of the columns`;
-      }
-      return null;
-    }
-    case 'date_range': {
-      const range = value as { start?: unknown; end?: unknown };
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'must be an object { start, end }';
-      if (Object.keys(value).some((k) => k !== 'start' && k !== 'end')) return 'must have only start and end';
-      if (typeof range.start !== 'string' || !isCalendarDate(range.start) || typeof range.end !== 'string' || !isCalendarDate(range.end)) return 'must have start and end dates YYYY-MM-DD';
-      return range.start <= range.end ? null : 'must not end before it starts';
-    }
-    case 'address': {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'must be an object of address lines';
-      const fields = o.fields as string[];
-      if (Object.keys(value).length > fields.length) return 'has more parts than the address';
-      for (const [key, line] of Object.entries(value)) {
-        if (!fields.includes(key)) return `has the part "${key}", which is not one of ${fields.join(', ')}`;
-        if (typeof line !== 'string') return `has a part "${key}" that is not a string`;
-      }
-      return null;
-    }
-    case 'file_upload':
-      return Array.isArray(value) && value.length <= (o.max_files as number) && isStrings(value) ? null : `must be an array of at most ${String(o.max_files)} file references`;
-    case 'digital_signature':
-    case 'initials':
-      return typeof value === 'string' ? null : 'must be a string (the signature)';
-    case 'payment':
-      return typeof value === 'object' && !Array.isArray(value) ? null : 'must be an object (the payment)';
-    default:
-      return null;
-  }
 }

@@ -20,30 +20,43 @@ export const FIELD_TYPES = [
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
-export const CHOICE_FIELD_TYPES: ReadonlySet<FieldType> = new Set(['mcq', 'multi_select', 'dropdown']);
 export const DIRECTIONS = ['auto', 'ltr', 'rtl'] as const;
 export type Direction = (typeof DIRECTIONS)[number];
 
-const DEFAULT_LABELS: Record<FieldType, string> = {
-  digital_signature: 'Signature',
-  initials: 'Initials',
-  short_text: 'Text',
-  long_text: 'Text',
-  date: 'Date',
-  email: 'Email',
-  phone: 'Phone',
-  number: 'Number',
-  yes_no: 'Yes/No',
-  checkbox: 'Checkbox',
-  mcq: 'Choice',
-  multi_select: 'Choices',
-  dropdown: 'Dropdown',
-  rating: 'Rating',
-  file_upload: 'File',
+/**
+ * What each field type takes, in one descriptor per type (a `Record<FieldType, …>`: a new type
+ * does not compile until it is described): its default label, whether it needs `options.choices`,
+ * and what its `defaultValue` may be (`text` anything, `date` a date or `__today__`, `choice` one of
+ * its choices, `none` no default).
+ */
+interface FieldTypeSpec {
+  label: string;
+  choices: boolean;
+  defaultValue: 'text' | 'date' | 'choice' | 'none';
+}
+
+export const FIELD_TYPE_SPECS: Record<FieldType, FieldTypeSpec> = {
+  digital_signature: { label: 'Signature', choices: false, defaultValue: 'none' },
+  initials: { label: 'Initials', choices: false, defaultValue: 'none' },
+  short_text: { label: 'Text', choices: false, defaultValue: 'text' },
+  long_text: { label: 'Text', choices: false, defaultValue: 'text' },
+  date: { label: 'Date', choices: false, defaultValue: 'date' },
+  email: { label: 'Email', choices: false, defaultValue: 'text' },
+  phone: { label: 'Phone', choices: false, defaultValue: 'text' },
+  number: { label: 'Number', choices: false, defaultValue: 'text' },
+  yes_no: { label: 'Yes/No', choices: false, defaultValue: 'text' },
+  checkbox: { label: 'Checkbox', choices: false, defaultValue: 'text' },
+  mcq: { label: 'Choice', choices: true, defaultValue: 'choice' },
+  multi_select: { label: 'Choices', choices: true, defaultValue: 'text' },
+  dropdown: { label: 'Dropdown', choices: true, defaultValue: 'choice' },
+  rating: { label: 'Rating', choices: false, defaultValue: 'text' },
+  file_upload: { label: 'File', choices: false, defaultValue: 'none' },
 };
 
+export const CHOICE_FIELD_TYPES: ReadonlySet<FieldType> = new Set(FIELD_TYPES.filter((t) => FIELD_TYPE_SPECS[t].choices));
+
 export function defaultLabel(type: FieldType): string {
-  return DEFAULT_LABELS[type];
+  return FIELD_TYPE_SPECS[type].label;
 }
 
 /** A field's definition, without identity and bookkeeping. */
@@ -116,15 +129,12 @@ export function validateField(spec: FieldSpec, pageCount: number, path = ''): vo
 
   const value = spec.defaultValue;
   if (value !== null) {
-    if (value === TODAY && spec.type !== 'date') throw invalid(at('defaultValue'), `"${TODAY}" is only for date fields`);
-    if (spec.type === 'date' && value !== TODAY && !isCalendarDate(value)) {
+    const takes = FIELD_TYPE_SPECS[spec.type].defaultValue;
+    if (takes === 'none') throw invalid(at('defaultValue'), `a ${spec.type} field cannot have a default value`);
+    if (value === TODAY && takes !== 'date') throw invalid(at('defaultValue'), `"${TODAY}" is only for date fields`);
+    if (takes === 'date' && value !== TODAY && !isCalendarDate(value)) {
       throw invalid(at('defaultValue'), `must be a date YYYY-MM-DD or "${TODAY}" for a date field`);
     }
-    if ((spec.type === 'mcq' || spec.type === 'dropdown') && !choices?.includes(value)) {
-      throw invalid(at('defaultValue'), 'must be one of options.choices');
-    }
-    if (spec.type === 'digital_signature' || spec.type === 'initials' || spec.type === 'file_upload') {
-      throw invalid(at('defaultValue'), `a ${spec.type} field cannot have a default value`);
-    }
+    if (takes === 'choice' && !choices?.includes(value)) throw invalid(at('defaultValue'), 'must be one of options.choices');
   }
 }

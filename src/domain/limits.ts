@@ -4,6 +4,9 @@
  * work on the event loop and bounded memory: the largest allowed form reads, compiles and
  * serialises quickly, and an evaluation costs at most (conditions × answer length) once.
  */
+/** Bytes of a form's `settings` as JSON (API.md, Forms). */
+export const SETTINGS_MAX_BYTES = 64 * 1024;
+
 export const LIMITS = {
   /** Questions in one form. */
   questionsPerForm: 2000,

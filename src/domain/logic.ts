@@ -1,13 +1,17 @@
 import { isCalendarDate } from './fields.js';
 import { count, LIMITS, longerThan } from './limits.js';
-import { answerKind, choicesOf, type AnswerKind, type QuestionType } from './questions.js';
+import { computeFormula, parseFormula, referenceIndex, resolveReference, type Formula, type ReferenceIndex } from './question-options.js';
+import { answerKind, choicesOf, QUESTION_TYPE_SPECS, scalarProblem } from './question-types.js';
+import type { AnswerKind, QuestionType } from './questions.js';
 
 /**
  * The show/hide logic of forms: one pure engine for write-time checks (which operator fits which
  * question, cycles) and for evaluation. API.md, Rules:
  * - a target with `show` rules is hidden unless one of them holds; a `hide` rule that holds hides it;
  * - a hidden section hides its questions;
- * - the answer of a hidden question counts as empty in every condition (so hiding cascades).
+ * - the answer of a hidden question counts as empty in every condition (so hiding cascades);
+ * - a calculation takes no answer: its value is worked out from the (effective) answers its
+ *   formula refers to, so it depends on their visibility as a rule's target depends on its sources.
  */
 export const OPERATORS = [
   'equals', 'not_equals', 'contains', 'not_contains', 'greater_than', 'greater_or_equal',
@@ -36,6 +40,8 @@ export interface LogicQuestion {
   sectionId: string | null;
   isRequired: boolean;
   options: Record<string, unknown>;
+  /** Its text, by which a calculation's formula may refer to it (`{{Quantity}}`). */
+  questionText?: string;
 }
 
 export interface LogicForm {
@@ -71,8 +77,6 @@ export function isEmpty(answer: unknown): boolean {
   return false;
 }
 
-const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
-
 /** Why `value` cannot be compared with answers of `question` under `operator`, or `null` when it can. */
 export function valueProblem(question: LogicQuestion, operator: Operator, value: unknown): string | null {
   const kind = answerKind(question.type, question.options);
@@ -87,13 +91,14 @@ export function valueProblem(question: LogicQuestion, operator: Operator, value:
     if (!Array.isArray(value) || value.length === 0) return 'must be a non-empty array for is_any_of';
     if (value.length > MAX_ANY_OF) return `must have at most ${MAX_ANY_OF} items for is_any_of`;
     if (new Set(value).size !== value.length) return 'must not repeat an item';
+    const choices = choicesOf(question.type, question.options);
     for (const item of value) {
-      const problem = scalarProblem(question, kind === 'choices' ? 'choice' : kind, item) ?? textProblem(item);
+      const problem = scalarProblem(kind === 'choices' ? 'choice' : kind, item, choices) ?? textProblem(item);
       if (problem) return `every item ${problem}`;
     }
     return null;
   }
-  return scalarProblem(question, kind === 'choices' ? 'choice' : kind, value) ?? textProblem(value);
+  return scalarProblem(kind === 'choices' ? 'choice' : kind, value, choicesOf(question.type, question.options)) ?? textProblem(value);
 }
 
 /** A condition's text is at most `LIMITS.conditionTextLength` characters. */
@@ -106,28 +111,6 @@ function textProblem(value: unknown): string | null {
 /** Whether a condition is a substring search through a text answer (it reads the whole answer). */
 export function isTextSearchOn(question: Pick<LogicQuestion, 'type' | 'options'>, operator: Operator): boolean {
   return isTextSearch(operator) && answerKind(question.type, question.options) === 'text';
-}
-
-/** Why `value` is not a single value of `kind` for this question (a rule's value, or an answer), or `null`. */
-export function scalarProblem(question: Pick<LogicQuestion, 'type' | 'options'>, kind: AnswerKind, value: unknown): string | null {
-  switch (kind) {
-    case 'text':
-      return typeof value === 'string' ? null : 'must be a string';
-    case 'number':
-      return typeof value === 'number' && Number.isFinite(value) ? null : 'must be a number';
-    case 'boolean':
-      return typeof value === 'boolean' ? null : 'must be true or false';
-    case 'date':
-      return typeof value === 'string' && isCalendarDate(value) ? null : 'must be a date YYYY-MM-DD';
-    case 'time':
-      return typeof value === 'string' && TIME.test(value) ? null : 'must be a time HH:MM';
-    case 'choice': {
-      const choices = choicesOf(question.type, question.options);
-      return typeof value === 'string' && choices.includes(value) ? null : `must be one of the choices (${choices.map((c) => JSON.stringify(c)).join(', ')})`;
-    }
-    default:
-      return 'is not allowed';
-  }
 }
 
 /**
@@ -207,7 +190,36 @@ function dependencies(form: LogicForm): Map<NodeId, NodeId[]> {
     const target = rule.targetQuestionId ? q(rule.targetQuestionId) : s(rule.targetSectionId!);
     for (const condition of rule.conditions) edge(q(condition.sourceQuestionId), target);
   }
+  // A calculation's value depends on the answers (and so the visibility) of what it refers to.
+  const index = formulaIndex(form.questions);
+  form.questions.forEach((question) => {
+    const formula = formulaOf(question, index);
+    for (const source of formula?.sources ?? []) if (source >= 0) edge(q(form.questions[source]!.id), q(question.id));
+  });
   return out;
+}
+
+/**
+ * A calculation's formula with its references resolved to indexes in `questions` (`null` for
+ * other types). A reference that resolves to nothing is left out: stored forms have none (every
+ * change that would break a formula is refused), and a write being checked is refused elsewhere.
+ */
+function formulaOf(question: LogicQuestion, index: FormulaIndex): (Formula & { sources: number[] }) | null {
+  if (QUESTION_TYPE_SPECS[question.type].value !== 'computed' || typeof question.options.formula !== 'string') return null;
+  const formula = parseFormula(question.options.formula);
+  const sources = formula.refs.map((name) => {
+    const found = resolveReference(name, index);
+    return 'question' in found ? found.question.index : -1;
+  });
+  return { ...formula, sources };
+}
+
+type FormulaIndex = ReferenceIndex<{ id: string; questionText: string; index: number }>;
+
+/** The questions by id and text, built once per form (only when it has a calculation). */
+function formulaIndex(questions: readonly LogicQuestion[]): FormulaIndex {
+  const any = questions.some((q) => QUESTION_TYPE_SPECS[q.type].value === 'computed');
+  return referenceIndex(any ? questions.map((item, index) => ({ id: item.id, questionText: item.questionText ?? '', index })) : []);
 }
 
 /**
@@ -280,6 +292,13 @@ export interface CompiledLogic {
   conditionOperator: Operator[];
   /** Per condition: the value to compare with (lists of `is_any_of` as sets). */
   conditionValue: unknown[];
+  /**
+   * Per question: its formula when it is a calculation whose value is read (by a condition, or
+   * because it is required); its value is computed, never answered.
+   */
+  formulas: Array<(Formula & { sources: number[]; decimalPlaces: number }) | null>;
+  /** Whether any question is a calculation. */
+  computes: boolean;
 }
 
 const SHOW = 1;
@@ -301,6 +320,20 @@ export function compileLogic(form: LogicForm): CompiledLogic {
     if (section === undefined) throw new Error(`question ${question.id} names an unknown section`);
     sectionOf[i] = section;
     dependsOn[base + i]!.push(section);
+  });
+  // A calculation is decided after what its formula refers to (see `decideVisibility`). Only the
+  // values something reads are worked out: those of conditions' sources and required questions.
+  const index = formulaIndex(form.questions);
+  const read = new Set(form.rules.flatMap((rule) => rule.conditions.map((c) => c.sourceQuestionId)));
+  const formulas = form.questions.map((question) => {
+    if (!question.isRequired && !read.has(question.id)) return null;
+    const formula = formulaOf(question, index);
+    if (!formula) return null;
+    if (formula.sources.includes(-1)) throw new Error(`calculation ${question.id} refers to a question that is not there`);
+    return { ...formula, decimalPlaces: typeof question.options.decimal_places === 'number' ? question.options.decimal_places : 2 };
+  });
+  formulas.forEach((formula, i) => {
+    for (const source of formula?.sources ?? []) dependsOn[base + i]!.push(base + source);
   });
   const rulesOf: LogicRule[][] = Array.from({ length: total }, () => []);
   for (const rule of form.rules) {
@@ -399,6 +432,8 @@ export function compileLogic(form: LogicForm): CompiledLogic {
     conditionKind,
     conditionOperator,
     conditionValue,
+    formulas,
+    computes: formulas.some((f) => f !== null),
   };
 }
 
@@ -406,10 +441,13 @@ export function compileLogic(form: LogicForm): CompiledLogic {
  * The decision itself: which nodes (sections, then questions, by number) are visible for these
  * answers (already checked against the questions). Allocates one byte per node and nothing else.
  */
-export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Uint8Array {
+export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>, computed?: unknown[]): Uint8Array {
   const base = logic.sectionIds.length;
-  const { questionIds: ids, order, ruleRange, ruleFlags, conditionStart, conditionSource, conditionKind, conditionOperator, conditionValue, sectionOf } = logic;
+  const { questionIds: ids, order, ruleRange, ruleFlags, conditionStart, conditionSource, conditionKind, conditionOperator, conditionValue, sectionOf, formulas } = logic;
   const visible = new Uint8Array(base + ids.length);
+  // The values of calculations (by question index), worked out in dependence order, after what
+  // they refer to; an answer sent for one is refused before (`checkAnswers`).
+  const calculated: unknown[] | null = logic.computes ? (computed ?? []) : null;
   // Per source question, computed at its first condition: whether its answer is empty (0 not yet
   // known, 1 empty, 2 not) and its text folded for `contains`. However many conditions read an
   // answer, its length is paid once.
@@ -438,7 +476,7 @@ export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<
         if (!visible[base + source]) {
           ok = conditionHoldsPrepared(conditionKind[c]!, operator, conditionValue[c], undefined, true, undefined);
         } else {
-          const answer = answers[ids[source]!];
+          const answer = calculated !== null && formulas[source] !== null ? calculated[source] : answers[ids[source]!];
           if (emptiness[source] === 0) emptiness[source] = isEmpty(answer) ? 1 : 2;
           let text: string | undefined;
           if (typeof answer === 'string' && isTextSearch(operator)) text = folded[source] ??= fold(answer);
@@ -462,13 +500,23 @@ export function decideVisibility(logic: CompiledLogic, answers: Readonly<Record<
       if (section >= 0 && !visible[section]) shown = false;
     }
     visible[node] = shown ? 1 : 0;
+    const formula = node >= base ? formulas[node - base] : null;
+    if (formula) {
+      // A hidden or empty reference counts as empty (see `computeFormula`).
+      const refs = formula.sources.map((source) => {
+        const answer = answers[ids[source]!];
+        return visible[base + source] && typeof answer === 'number' ? answer : null;
+      });
+      calculated![node - base] = computeFormula(formula, refs, formula.decimalPlaces);
+    }
   }
   return visible;
 }
 
 /** Which questions and sections show for these answers (already checked against the questions). */
 export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<string, unknown>>): Evaluation {
-  const visible = decideVisibility(logic, answers);
+  const computed: unknown[] = [];
+  const visible = decideVisibility(logic, answers, computed);
   const { sectionIds, questionIds, required } = logic;
   const base = sectionIds.length;
   const split = (ids: string[], offset: number): [string[], string[]] => {
@@ -489,7 +537,8 @@ export function evaluateLogic(logic: CompiledLogic, answers: Readonly<Record<str
   const [visibleQuestionIds, hiddenQuestionIds] = split(questionIds, base);
   const missingRequiredQuestionIds: string[] = [];
   for (let i = 0; i < questionIds.length; i++) {
-    if (required[i] && visible[base + i] && isEmpty(answers[questionIds[i]!])) missingRequiredQuestionIds.push(questionIds[i]!);
+    const value = logic.formulas[i] ? computed[i] : answers[questionIds[i]!];
+    if (required[i] && visible[base + i] && isEmpty(value)) missingRequiredQuestionIds.push(questionIds[i]!);
   }
   return { visibleQuestionIds, hiddenQuestionIds, visibleSectionIds, hiddenSectionIds, missingRequiredQuestionIds };
 }

@@ -1,128 +1,31 @@
 import { invalid } from './errors.js';
 import { isCalendarDate } from './fields.js';
-import { LIMITS, longerThan } from './limits.js';
-import type { QuestionType } from './questions.js';
+import { longerThan } from './limits.js';
 
 /**
- * Per-type `options` of questions (API.md, Questions): keys as written here (snake_case; the
- * camelCase spelling of each is accepted too and stored as written here), defaults filled in,
- * unknown keys refused, every minimum at most its maximum.
+ * The building blocks of question options (API.md, Questions): what one option key may hold
+ * (`OptionRule`), how a value is checked against it (`checkOptionValue`), and calculation formulas.
+ * Which keys each question type takes is said once, in the type's descriptor
+ * (`question-types.ts`); nothing here knows a question type.
  */
-type Rule =
+export type OptionRule =
   | { kind: 'int'; min?: number; max?: number; required?: boolean; default?: number }
-  | { kind: 'number'; positive?: boolean; required?: boolean }
-  | { kind: 'text'; maxLength: number; required?: boolean }
+  | { kind: 'number'; positive?: boolean; min?: number; required?: boolean; default?: number }
+  | { kind: 'text'; maxLength: number; required?: boolean; pattern?: { test: RegExp; says: string } }
   | { kind: 'bool'; default?: boolean }
   | { kind: 'enum'; values: readonly (string | number)[]; default?: string | number }
-  | { kind: 'list'; minItems: number; maxItems: number; required?: boolean; distinct?: boolean }
+  | { kind: 'list'; minItems: number; maxItems: number; required?: boolean; distinct?: boolean; item?: { test: RegExp; says: string } }
   | { kind: 'date' }
   | { kind: 'currency'; required?: boolean; default?: string }
-  | { kind: 'pictures' }
+  | { kind: 'pictures'; required: true }
   | { kind: 'subset'; values: readonly string[]; default: readonly string[] }
-  | { kind: 'formula' };
+  | { kind: 'formula'; required: true }
+  | { kind: 'scores' };
 
-const TEXT: Record<string, Rule> = {
-  // No text answer is longer than the contract allows (LIMITS.answerTextLength).
-  min_length: { kind: 'int', min: 0, max: LIMITS.answerTextLength },
-  max_length: { kind: 'int', min: 1, max: LIMITS.answerTextLength },
-  pattern: { kind: 'text', maxLength: 200 },
-  validation_message: { kind: 'text', maxLength: 500 },
-  placeholder: { kind: 'text', maxLength: 500 },
-};
-const CHOICES: Rule = { kind: 'list', minItems: 1, maxItems: 500, required: true, distinct: true };
-const ADDRESS_FIELDS = ['line1', 'line2', 'city', 'region', 'postal_code', 'country'] as const;
-
-export const OPTION_RULES: Record<QuestionType, Record<string, Rule>> = {
-  short_text: TEXT,
-  long_text: TEXT,
-  email: TEXT,
-  phone: TEXT,
-  url: TEXT,
-  mcq: { choices: CHOICES, allow_other: { kind: 'bool', default: false } },
-  dropdown: { choices: CHOICES, allow_other: { kind: 'bool', default: false } },
-  multi_select: { choices: CHOICES, min_selections: { kind: 'int', min: 0 }, max_selections: { kind: 'int', min: 1 } },
-  ranking: { choices: { kind: 'list', minItems: 2, maxItems: 50, required: true, distinct: true } },
-  picture_choice: { picture_choices: { kind: 'pictures' }, allow_multiple: { kind: 'bool', default: false } },
-  yes_no: { yes_label: { kind: 'text', maxLength: 100 }, no_label: { kind: 'text', maxLength: 100 } },
-  checkbox: { checkbox_label: { kind: 'text', maxLength: 500 } },
-  matrix: {
-    rows: { kind: 'list', minItems: 1, maxItems: 100, required: true, distinct: true },
-    columns: { kind: 'list', minItems: 1, maxItems: 20, required: true, distinct: true },
-    allow_multiple: { kind: 'bool', default: false },
-  },
-  rating: { max: { kind: 'int', min: 3, max: 10, default: 5 }, icon: { kind: 'enum', values: ['star', 'heart', 'number'], default: 'star' } },
-  opinion_scale: {
-    min: { kind: 'enum', values: [0, 1], default: 0 },
-    max: { kind: 'int', min: 2, max: 10, default: 10 },
-    min_label: { kind: 'text', maxLength: 100 },
-    max_label: { kind: 'text', maxLength: 100 },
-  },
-  slider: { min_value: { kind: 'number' }, max_value: { kind: 'number' }, step: { kind: 'number', positive: true } },
-  number: { min_value: { kind: 'number' }, max_value: { kind: 'number' }, step: { kind: 'number', positive: true } },
-  currency: { min_value: { kind: 'number' }, max_value: { kind: 'number' }, currency_code: { kind: 'currency', default: 'USD' } },
-  calculation: { formula: { kind: 'formula' } },
-  date: { min_date: { kind: 'date' }, max_date: { kind: 'date' } },
-  date_range: { min_date: { kind: 'date' }, max_date: { kind: 'date' } },
-  time: { time_format: { kind: 'enum', values: ['12h', '24h'], default: '24h' } },
-  address: { fields: { kind: 'subset', values: ADDRESS_FIELDS, default: ADDRESS_FIELDS } },
-  file_upload: {
-    allowed_types: { kind: 'list', minItems: 1, maxItems: 50, distinct: true },
-    max_size_mb: { kind: 'int', min: 1, max: 50, default: 10 },
-    max_files: { kind: 'int', min: 1, max: 20, default: 1 },
-  },
-  digital_signature: { signature_mode: { kind: 'enum', values: ['draw', 'type', 'upload', 'any'], default: 'any' } },
-  initials: { signature_mode: { kind: 'enum', values: ['draw', 'type', 'upload', 'any'], default: 'any' } },
-  payment: { amount: { kind: 'number', positive: true, required: true }, currency_code: { kind: 'currency', required: true } },
-  heading: {},
-  divider: {},
-};
-
-/** Number-like question types a calculation's formula may refer to. */
-export const FORMULA_SOURCE_TYPES: ReadonlySet<QuestionType> = new Set(['number', 'currency', 'slider', 'rating', 'opinion_scale']);
-
-const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const CURRENCIES = new Set((Intl as unknown as { supportedValuesOf(k: string): string[] }).supportedValuesOf('currency'));
-const REFERENCE = /\{\{([0-9a-f-]{36})\}\}/g;
 
-export interface OptionContext {
-  /** Type of each question of the form, by id (for calculation formulas). */
-  questionTypes: ReadonlyMap<string, QuestionType>;
-}
-
-/** Checks and completes `options` for a question of `type`; answers them as stored. */
-export function normalizeOptions(type: QuestionType, raw: unknown, context: OptionContext, path = 'options'): Record<string, unknown> {
-  if (raw === undefined || raw === null) raw = {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid(path, 'must be an object');
-  const rules = OPTION_RULES[type];
-  const given: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
-    const name = snake(key);
-    if (!Object.hasOwn(rules, name)) {
-      const allowed = Object.keys(rules);
-      const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
-      throw invalid(`${path}.${shown}`, allowed.length ? `unknown option for type ${type} (allowed: ${allowed.join(', ')})` : `a ${type} question takes no options`);
-    }
-    if (Object.hasOwn(given, name)) throw invalid(`${path}.${name}`, 'given twice (in two spellings)');
-    given[name] = value;
-  }
-  const out: Record<string, unknown> = {};
-  for (const [name, rule] of Object.entries(rules)) {
-    const at = `${path}.${name}`;
-    const value = given[name];
-    if (value === undefined || value === null) {
-      if ('required' in rule && rule.required) throw invalid(at, `is required for type ${type}`);
-      if (rule.kind === 'formula') throw invalid(at, 'is required for type calculation');
-      if (rule.kind === 'pictures') throw invalid(at, 'is required for type picture_choice');
-      if ('default' in rule && rule.default !== undefined) out[name] = Array.isArray(rule.default) ? [...rule.default] : rule.default;
-      continue;
-    }
-    out[name] = checkValue(rule, value, at, context);
-  }
-  crossChecks(type, out, path);
-  return out;
-}
-
-function checkValue(rule: Rule, value: unknown, at: string, context: OptionContext): unknown {
+/** Checks one option value against its rule; answers it as stored. */
+export function checkOptionValue(rule: OptionRule, value: unknown, at: string): unknown {
   switch (rule.kind) {
     case 'int':
       if (typeof value !== 'number' || !Number.isInteger(value)) throw invalid(at, 'must be a whole number');
@@ -132,10 +35,12 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
     case 'number':
       if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(at, 'must be a number');
       if (rule.positive && value <= 0) throw invalid(at, 'must be > 0');
+      if (rule.min !== undefined && value < rule.min) throw invalid(at, `must be ≥ ${rule.min}`);
       return value;
     case 'text':
       if (typeof value !== 'string') throw invalid(at, 'must be a string');
       if (longerThan(value, rule.maxLength)) throw invalid(at, `must be at most ${rule.maxLength} characters long`);
+      if (rule.pattern && !rule.pattern.test.test(value)) throw invalid(at, `must be ${rule.pattern.says}`);
       return value;
     case 'bool':
       if (typeof value !== 'boolean') throw invalid(at, 'must be true or false');
@@ -150,6 +55,7 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
       value.forEach((item, i) => {
         if (typeof item !== 'string' || item.trim().length === 0) throw invalid(`${at}[${i}]`, 'must be a non-empty string');
         if (longerThan(item, 500)) throw invalid(`${at}[${i}]`, 'must be at most 500 characters long');
+        if (rule.item && !rule.item.test.test(item)) throw invalid(`${at}[${i}]`, `must be ${rule.item.says}`);
       });
       if (rule.distinct && new Set(value).size !== value.length) throw invalid(at, 'must not repeat an item');
       return value;
@@ -170,6 +76,7 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
         const unknownKey = Object.keys(rest)[0];
         if (unknownKey) throw invalid(`${at}[${i}].${unknownKey}`, 'unknown key (allowed: label, image_url)');
         if (typeof label !== 'string' || label.trim().length === 0) throw invalid(`${at}[${i}].label`, 'is required: a non-empty string');
+        if (longerThan(label, 500)) throw invalid(`${at}[${i}].label`, 'must be at most 500 characters long');
         if (labels.has(label)) throw invalid(`${at}[${i}].label`, 'must not repeat a label');
         labels.add(label);
         const url = image_url ?? imageUrl;
@@ -189,79 +96,157 @@ function checkValue(rule: Rule, value: unknown, at: string, context: OptionConte
     }
     case 'formula':
       if (typeof value !== 'string' || value.trim().length === 0 || value.length > 2000) throw invalid(at, 'must be an arithmetic expression of at most 2000 characters');
-      checkFormula(value, at, context);
+      parseFormula(value, at);
       return value;
+    case 'scores': {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(at, 'must be an object from choice label to points');
+      const entries = Object.entries(value);
+      if (entries.length === 0) throw invalid(at, 'must score at least one choice');
+      for (const [label, points] of entries) {
+        if (typeof points !== 'number' || !Number.isFinite(points) || points < 0) throw invalid(`${at}.${label.length > 100 ? `${label.slice(0, 100)}…` : label}`, 'must be a number of points ≥ 0');
+      }
+      return value;
+    }
   }
 }
 
-function crossChecks(type: QuestionType, o: Record<string, unknown>, path: string): void {
-  const pair = (min: string, max: string) => {
-    if (o[min] !== undefined && o[max] !== undefined && (o[min] as number | string) > (o[max] as number | string)) {
-      throw invalid(`${path}.${min}`, `must not exceed ${max}`);
-    }
-  };
-  pair('min_length', 'max_length');
-  pair('min_selections', 'max_selections');
-  pair('min_value', 'max_value');
-  pair('min_date', 'max_date');
-  pair('min', 'max');
-  if (type === 'multi_select' && typeof o.max_selections === 'number' && o.max_selections > (o.choices as string[]).length) {
-    throw invalid(`${path}.max_selections`, 'must not exceed the number of choices');
-  }
-  if (type === 'multi_select' && typeof o.min_selections === 'number' && o.min_selections > (o.choices as string[]).length) {
-    throw invalid(`${path}.min_selections`, 'must not exceed the number of choices');
-  }
-  if (typeof o.pattern === 'string') {
-    try {
-      new RegExp(o.pattern, 'u');
-    } catch {
-      throw invalid(`${path}.pattern`, 'must be a valid regular expression');
-    }
-  }
-}
+// ---- calculation formulas ----------------------------------------------------------------------
 
 /**
- * A formula is numbers, `{{<question id>}}` references, `+ - * /`, unary minus and parentheses.
- * References must name number-like questions of the form (not calculations, so formulas never
- * depend on each other).
+ * A formula is numbers, references `{{<question id>}}` or `{{<question text>}}`, `+ - * /`, unary
+ * minus and parentheses. References are resolved against the form's questions by `resolveReference`.
  */
-function checkFormula(formula: string, at: string, context: OptionContext): void {
+const REFERENCE = /\{\{([^{}]*)\}\}/g;
+
+/** A formula's program in postfix order: numbers, references (by their index in `refs`), operators. */
+export interface Formula {
+  /** The text inside each `{{…}}`, trimmed, in order of first appearance (each once). */
+  refs: string[];
+  program: Array<number | { ref: number } | '+' | '-' | '*' | '/' | 'neg'>;
+}
+
+const FORMULA_HINT = 'is not a valid formula (numbers, {{question id}} or {{question text}}, + - * / and parentheses)';
+
+/** Parses a formula (400 at `at` when it is not one). */
+export function parseFormula(formula: string, at = 'options.formula'): Formula {
+  const refs: string[] = [];
+  const tokens: Array<string | { ref: number }> = [];
+  let last = 0;
+  const lex = (text: string) => {
+    for (const token of text.match(/\d+(?:\.\d+)?|[-+*/()]|\S/g) ?? []) tokens.push(token);
+  };
   for (const match of formula.matchAll(REFERENCE)) {
-    const type = context.questionTypes.get(match[1]!);
-    if (!type) throw invalid(at, `refers to ${match[1]}, which is not a question of this form`);
-    if (!FORMULA_SOURCE_TYPES.has(type)) throw invalid(at, `refers to a ${type} question; only ${[...FORMULA_SOURCE_TYPES].join(', ')} questions can be used`);
+    lex(formula.slice(last, match.index));
+    const name = match[1]!.trim();
+    if (name.length === 0) throw invalid(at, 'has an empty reference {{}}; write {{question id}} or {{question text}}');
+    let index = refs.indexOf(name);
+    if (index < 0) index = refs.push(name) - 1;
+    tokens.push({ ref: index });
+    last = match.index + match[0].length;
   }
-  const tokens = formula.replace(REFERENCE, ' R ').match(/\d+(?:\.\d+)?|R|[-+*/()]|\S/g) ?? [];
+  lex(formula.slice(last));
+  if (tokens.length > 500) throw invalid(at, 'is too long: at most 500 numbers, references and operators');
+  const program: Formula['program'] = [];
   let i = 0;
   const fail = (): never => {
-    throw invalid(at, 'is not a valid formula (numbers, {{question id}}, + - * / and parentheses)');
+    throw invalid(at, FORMULA_HINT);
   };
   const primary = (): void => {
     const token = tokens[i++];
-    if (token === '-') return primary();
+    if (token === '-') {
+      primary();
+      program.push('neg');
+      return;
+    }
     if (token === '(') {
       sum();
       if (tokens[i++] !== ')') fail();
       return;
     }
-    if (token === 'R' || (token !== undefined && /^\d/.test(token))) return;
+    if (typeof token === 'object') return void program.push(token);
+    if (token !== undefined && /^\d/.test(token)) return void program.push(Number(token));
     fail();
   };
   const product = (): void => {
     primary();
     while (tokens[i] === '*' || tokens[i] === '/') {
-      i++;
+      const op = tokens[i++] as '*' | '/';
       primary();
+      program.push(op);
     }
   };
   const sum = (): void => {
     product();
     while (tokens[i] === '+' || tokens[i] === '-') {
-      i++;
+      const op = tokens[i++] as '+' | '-';
       product();
+      program.push(op);
     }
   };
-  if (tokens.length > 500) fail();
   sum();
   if (i !== tokens.length) fail();
+  return { refs, program };
+}
+
+/** What a reference may resolve to: a question of the form. */
+export interface ReferenceTarget {
+  id: string;
+  questionText: string;
+}
+
+/** The questions of a form by id and by text, built once for resolving many references. */
+export interface ReferenceIndex<Q extends ReferenceTarget> {
+  byId: ReadonlyMap<string, Q>;
+  byText: ReadonlyMap<string, Q[]>;
+}
+
+export function referenceIndex<Q extends ReferenceTarget>(questions: readonly Q[]): ReferenceIndex<Q> {
+  const byId = new Map<string, Q>();
+  const byText = new Map<string, Q[]>();
+  for (const q of questions) {
+    byId.set(q.id, q);
+    const text = q.questionText.trim();
+    const list = byText.get(text);
+    if (list) list.push(q);
+    else byText.set(text, [q]);
+  }
+  return { byId, byText };
+}
+
+/**
+ * The question a reference names: the question with that id, else the one question with that text
+ * (exactly, after trimming). `{ problem }` when it names none or several.
+ */
+export function resolveReference<Q extends ReferenceTarget>(name: string, index: ReferenceIndex<Q>): { question: Q } | { problem: string } {
+  const byId = index.byId.get(name);
+  if (byId) return { question: byId };
+  const byText = index.byText.get(name) ?? [];
+  if (byText.length === 1) return { question: byText[0]! };
+  if (byText.length === 0) return { problem: 'is not a question of this form (no question has this id or this text)' };
+  return { problem: `names ${byText.length} questions by their text; refer to one by its id` };
+}
+
+/**
+ * A formula's value for the values of its references (`null` for an empty one): empty references
+ * count as 0; the result is empty when every reference is empty, or when it is not a finite number
+ * (a division by zero). Rounded to `decimalPlaces`.
+ */
+export function computeFormula(formula: Formula, values: ReadonlyArray<number | null>, decimalPlaces: number): number | null {
+  if (formula.refs.length > 0 && values.every((v) => v === null)) return null;
+  const stack: number[] = [];
+  for (const step of formula.program) {
+    if (typeof step === 'number') stack.push(step);
+    else if (typeof step === 'object') stack.push(values[step.ref] ?? 0);
+    else if (step === 'neg') stack.push(-stack.pop()!);
+    else {
+      const b = stack.pop()!;
+      const a = stack.pop()!;
+      stack.push(step === '+' ? a + b : step === '-' ? a - b : step === '*' ? a * b : a / b);
+    }
+  }
+  const result = stack[0]!;
+  if (!Number.isFinite(result)) return null;
+  const f = 10 ** decimalPlaces;
+  const rounded = Math.round((Math.abs(result) + Number.EPSILON) * f) / f;
+  return result < 0 ? -rounded : rounded === 0 ? 0 : rounded;
 }

@@ -46,6 +46,12 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
   return out;
 }
 
+/** The depth and NUL rules for a whole body of free JSON, kept as given (no key casing). */
+export function checkFreeBody(body: unknown): unknown {
+  checkDepth(body, '', 0);
+  return body;
+}
+
 /** The depth and NUL rules for free JSON kept as given, without recursion. */
 function checkDepth(value: unknown, path: string, depth: number): void {
   // Two parallel stacks rather than a pair per item: an evaluation's answers hold thousands.

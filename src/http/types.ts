@@ -12,6 +12,8 @@ declare module 'fastify' {
     opaqueKeys?: string[];
     /** With a `signature` in the query, no key is needed: the handler checks the signature (signed download URLs). */
     signedDownload?: boolean;
+    /** The whole body is free JSON, kept exactly as given (as `PUT /forms/{id}/settings` takes it). */
+    opaqueBody?: boolean;
     /** The JSON body may be left out altogether (then it is `{}`), as for publishing. */
     optionalBody?: boolean;
   }

@@ -3,6 +3,7 @@ import { notFound } from '../domain/errors.js';
 import { compileLogic, evaluateLogic } from '../domain/logic.js';
 import { yieldToLoop } from '../domain/yield.js';
 import { draftStamp, loadFormWithContent, logicOf } from '../store/form-content.js';
+import { upgradeFormSnapshot } from '../domain/legacy-options.js';
 import { findFormRevision, formSnapshotOf } from '../store/revisions.js';
 import type { Deps, Principal } from './deps.js';
 import type { FormSnapshot } from './publish.js';
@@ -26,7 +27,9 @@ export async function evaluateForm(
     let prepared = caches.compiledRevisions.get(revisionId);
     if (!prepared) {
       // Gone since the line above (the form deleted for good meanwhile): as if never there.
-      const snapshot = await formSnapshotOf<FormSnapshot>(store.db, revisionId);
+      const stored = await formSnapshotOf<FormSnapshot>(store.db, revisionId);
+      // A snapshot from before 0009 is read in today's shape (revisions never change).
+      const snapshot = stored && { ...stored, value: upgradeFormSnapshot(stored.value) };
       if (!snapshot) throw notFound('Revision');
       await yieldToLoop();
       prepared = { questions: answerQuestions(snapshot.value.questions), logic: compileLogic(logicOf(snapshot.value)) };

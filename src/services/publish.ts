@@ -13,6 +13,7 @@ import {
   type SnapshotItem,
 } from '../domain/revisions.js';
 import { yieldToLoop } from '../domain/yield.js';
+import { upgradeFormSnapshot } from '../domain/legacy-options.js';
 import { toDocument, type DocumentView } from '../store/documents.js';
 import { listFields, type FieldView } from '../store/fields.js';
 import { loadContent, loadFormWithContent, type FormContent } from '../store/form-content.js';
@@ -47,8 +48,12 @@ export function optionsOf(deps: Pick<Deps, 'revisionBytesPerWorkspace'>, princip
   return { keyId: principal.keyId, changesSummary, budgetBytes: deps.revisionBytesPerWorkspace };
 }
 
-/** The definition the diff and the hash read, from the objects of a form snapshot. */
-function formDefinition(snapshot: FormSnapshot): FormDefinition {
+/**
+ * The definition the diff and the hash read, from the objects of a form snapshot (a previous
+ * revision's from before 0009 read in today's shape, so a summary counts only real changes).
+ */
+function formDefinition(stored: FormSnapshot): FormDefinition {
+  const snapshot = upgradeFormSnapshot(stored);
   const { title, description, settings } = snapshot.form;
   const items = (list: unknown[]) => list as SnapshotItem[];
   return { form: { title, description, settings }, sections: items(snapshot.sections), questions: items(snapshot.questions), rules: items(snapshot.rules) };

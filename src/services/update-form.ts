@@ -1,4 +1,5 @@
-import { AppError } from '../domain/errors.js';
+import { AppError, invalid } from '../domain/errors.js';
+import { SETTINGS_MAX_BYTES } from '../domain/limits.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
 import { questionCounts, toForm, updateFormRow, type Form, type FormPatch } from '../store/forms.js';
 import { lockLiveForm, nextStamp } from '../store/live.js';
@@ -22,7 +23,9 @@ export async function updateForm(deps: Deps, principal: Principal, input: { form
     const row = await lockLiveForm(trx, store.dialect, workspaceId, id);
     const ready = stillPrepared(row, prepared) ? prepared : undefined;
     const current = row.status as Status;
-    const { status, ...content } = patch;
+    const { status, settingsMerge, ...content } = patch;
+    // Merged under the row lock: concurrent merges of different keys all land.
+    if (settingsMerge !== undefined) content.settings = mergeSettings(JSON.parse(row.settings) as Record<string, unknown>, settingsMerge);
     if (status !== undefined) assertForwardTransition('form', current, status);
     const editsContent = Object.values(content).some((value) => value !== undefined);
     if (current === 'archived' && editsContent) {
@@ -49,4 +52,17 @@ export async function updateForm(deps: Deps, principal: Principal, input: { form
     const count = (await questionCounts(trx, [id])).get(id) ?? 0;
     return toForm(updated, count);
   }));
+}
+
+/** `settings` with `merge`'s keys set, those set to `null` removed; at most `SETTINGS_MAX_BYTES` as JSON. */
+export function mergeSettings(settings: Record<string, unknown>, merge: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...settings };
+  for (const [key, value] of Object.entries(merge)) {
+    if (value === null) delete out[key];
+    // Defined, not assigned: a key named `__proto__` is a key like any other here.
+    else Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(out));
+  if (bytes > SETTINGS_MAX_BYTES) throw invalid('settings', `would be ${bytes} bytes as JSON after the merge; settings hold at most ${SETTINGS_MAX_BYTES} bytes`);
+  return out;
 }

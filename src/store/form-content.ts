@@ -223,7 +223,7 @@ export async function loadContent(db: Kysely<Database>, formId: string): Promise
 export function logicOf(content: FormContent, exceptRuleId?: string): LogicForm & { texts: Map<string, string> } {
   return {
     sections: content.sections.map((s) => ({ id: s.id })),
-    questions: content.questions.map((q) => ({ id: q.id, type: q.type, sectionId: q.sectionId, isRequired: q.isRequired, options: q.options })),
+    questions: content.questions.map((q) => ({ id: q.id, type: q.type, sectionId: q.sectionId, isRequired: q.isRequired, options: q.options, questionText: q.questionText })),
     rules: content.rules.filter((r) => r.id !== exceptRuleId).map(ruleLogic),
     texts: new Map([...content.questions.map((q) => [q.id, q.questionText] as const), ...content.sections.map((s) => [s.id, s.title] as const)]),
   };

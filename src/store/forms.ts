@@ -30,6 +30,8 @@ export interface FormPatch {
   title?: string;
   description?: string | null;
   settings?: Record<string, unknown>;
+  /** Top-level keys merged into the stored settings (`PUT /forms/{id}/settings`); a `null` removes its key. */
+  settingsMerge?: Record<string, unknown>;
   status?: Status;
 }
 

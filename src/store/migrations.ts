@@ -253,6 +253,43 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
+    id: '0009_question_options',
+    async up(db) {
+      // Question options as API.md documents them now. Stored `address` questions: `fields` over
+      // line1, line2, city, region, postal_code, country became `address_fields` over street,
+      // street2, city, state, zip, country (the same parts, renamed). Options that are new with a
+      // default (rating `min`, currency and calculation `decimal_places`, slider `step` and
+      // `show_value`) are filled in, as a question created today has them; the others are left as
+      // stored. Drafts change here once; revisions never change: their snapshots are mapped when
+      // read (src/domain/legacy-options.ts). The mapping is written out here, not imported, so this
+      // migration does what it did when it shipped.
+      const rename: Record<string, string> = { line1: 'street', line2: 'street2', city: 'city', region: 'state', postal_code: 'zip', country: 'country' };
+      const fill: Record<string, Record<string, unknown>> = {
+        rating: { min: 1 },
+        currency: { decimal_places: 2 },
+        calculation: { decimal_places: 2 },
+        slider: { step: 1, show_value: true },
+      };
+      const rows = (await db
+        .selectFrom('form_questions')
+        .select(['id', 'type', 'options'])
+        .where('type', 'in', ['address', ...Object.keys(fill)])
+        .execute()) as Array<{ id: string; type: string; options: string }>;
+      for (const row of rows) {
+        const options = JSON.parse(row.options) as Record<string, unknown>;
+        let next = options;
+        if (row.type === 'address' && Array.isArray(options.fields)) {
+          const { fields, ...rest } = options;
+          next = { ...rest, address_fields: (fields as string[]).map((f) => rename[f] ?? f) };
+        }
+        for (const [key, value] of Object.entries(fill[row.type] ?? {})) {
+          if (next[key] === undefined) next = { ...next, [key]: value };
+        }
+        if (next !== options) await db.updateTable('form_questions').set({ options: JSON.stringify(next) }).where('id', '=', row.id).execute();
+      }
+    },
+  },
+  {
     id: '0010_blob_store',
     async up(db, dialect) {
       // The blob journal (schema.ts, BlobCheckRow): the sweep reads its old entries instead of

@@ -41,7 +41,7 @@ describe('form content: questions, sections, rules, evaluation', () => {
       },
     );
     const rating = await question(form, { questionText: 'Rate us', type: 'rating' });
-    assert.deepEqual(rating.options, { max: 5, icon: 'star' });
+    assert.deepEqual(rating.options, { min: 1, max: 5, icon: 'star' });
     const mcq = await question(form, { questionText: 'Pick', type: 'mcq', options: { choices: ['A', 'B'], allowOther: true } });
     assert.deepEqual(mcq.options, { choices: ['A', 'B'], allow_other: true }, 'camelCase option keys are stored as written in API.md');
     const got = (await send('GET', `/forms/${form}`)).json().data;
@@ -76,8 +76,8 @@ describe('form content: questions, sections, rules, evaluation', () => {
     await expect400(await post({ type: 'multi_select', options: { choices: ['a', 'b'], max_selections: 3 } }), /options\.max_selections: must not exceed the number of choices/);
     await expect400(await post({ type: 'matrix', options: { rows: ['r'] } }), /options\.columns: is required/);
     await expect400(await post({ type: 'picture_choice', options: { picture_choices: [{ image_url: 'https://x/y.png' }] } }), /picture_choices\[0\]\.label: is required/);
-    await expect400(await post({ type: 'address', options: { fields: ['street'] } }), /options\.fields\[0\]: must be one of/);
-    await expect400(await post({ type: 'file_upload', options: { max_size_mb: 100 } }), /options\.max_size_mb: must be ≤ 50/);
+    await expect400(await post({ type: 'address', options: { address_fields: ['line1'] } }), /options\.address_fields\[0\]: must be one of/);
+    await expect400(await post({ type: 'file_upload', options: { max_size_mb: 101 } }), /options\.max_size_mb: must be ≤ 100/);
     await expect400(await post({ type: 'heading', options: { size: 2 } }), /a heading question takes no options/);
     await expect400(await post({ type: 'divider', isRequired: true }), /isRequired: a divider collects no answer and cannot be required/);
     await expect400(await post({ type: 'calculation' }), /options\.formula: is required/);

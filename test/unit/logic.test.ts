@@ -327,3 +327,38 @@ describe('engine properties', () => {
     );
   });
 });
+
+describe('calculations', () => {
+  const calc = (id: string, formula: string, extra: Partial<LogicQuestion> = {}) => question(id, 'calculation', { options: { formula, decimal_places: 2 }, ...extra });
+
+  it('compute from the answers they refer to, by id or by text, rounded to their decimal places', () => {
+    const form: LogicForm = {
+      sections: [],
+      questions: [question('a', 'number', { questionText: 'Apples' }), question('b', 'number'), calc('t', '({{Apples}} + {{b}}) / 3'), question('big', 'short_text')],
+      rules: [rule('r', 'show', 'big', [{ sourceQuestionId: 't', operator: 'equals', value: 3.33 }])],
+    };
+    assert.deepEqual(evaluate(form, { a: 4, b: 6 }).hiddenQuestionIds, [], '10 / 3 is 3.33 at 2 decimal places');
+    assert.deepEqual(evaluate(form, { a: 4 }).hiddenQuestionIds, ['big'], 'an empty reference counts as 0: 4 / 3 = 1.33');
+  });
+
+  it('are empty when every reference is empty, or when dividing by zero', () => {
+    const form: LogicForm = {
+      sections: [],
+      questions: [question('a', 'number'), question('b', 'number'), calc('t', '{{a}} / {{b}}', { isRequired: true })],
+      rules: [],
+    };
+    assert.deepEqual(evaluate(form, {}).missingRequiredQuestionIds, ['t']);
+    assert.deepEqual(evaluate(form, { a: 1, b: 0 }).missingRequiredQuestionIds, ['t']);
+    assert.deepEqual(evaluate(form, { a: 1, b: 4 }).missingRequiredQuestionIds, []);
+  });
+
+  it('depend on what they refer to: a rule from a calculation to one of its references is a loop', () => {
+    const form: LogicForm = {
+      sections: [],
+      questions: [question('a', 'number'), calc('t', '{{a}} * 2')],
+      rules: [rule('r', 'hide', 'a', [{ sourceQuestionId: 't', operator: 'greater_than', value: 10 }])],
+    };
+    assert.deepEqual(findCycle(form), ['q:a', 'q:t', 'q:a']);
+    assert.throws(() => compileLogic(form), /loop/);
+  });
+});

@@ -93,6 +93,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/forms/{id}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Merge keys into a form's settings
+         * @description Merges the top-level keys of the body into `settings`; a key set to `null` is removed.
+         */
+        put: operations["updateFormSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/forms/{id}/questions": {
         parameters: {
             query?: never;
@@ -591,6 +611,2025 @@ export interface components {
             hint: string;
             code: "validation_failed" | "invalid_pagination" | "rule_cycle" | "ai_not_configured" | "missing_api_key" | "invalid_api_key" | "missing_grant" | "invalid_signature" | "not_found" | "request_timeout" | "invalid_status_transition" | "document_not_editable" | "form_not_editable" | "job_not_completed" | "job_already_applied" | "no_changes" | "idempotency_key_in_progress" | "precondition_failed" | "file_too_large" | "payload_too_large" | "unsupported_file_type" | "unsupported_media_type" | "range_not_satisfiable" | "unreadable_document" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "unavailable";
         };
+        /**
+         * ShortTextOptions
+         * @description Options of a short_text question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        ShortTextOptions: {
+            min_length?: number;
+            max_length?: number;
+            pattern?: string;
+            validation_message?: string;
+            placeholder?: string;
+            correct_answer_text?: string;
+            correct_answer_points?: number;
+        };
+        /**
+         * LongTextOptions
+         * @description Options of a long_text question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        LongTextOptions: {
+            min_length?: number;
+            max_length?: number;
+            pattern?: string;
+            validation_message?: string;
+            placeholder?: string;
+        };
+        /**
+         * EmailOptions
+         * @description Options of a email question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        EmailOptions: {
+            min_length?: number;
+            max_length?: number;
+            pattern?: string;
+            validation_message?: string;
+            placeholder?: string;
+        };
+        /**
+         * PhoneOptions
+         * @description Options of a phone question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        PhoneOptions: {
+            min_length?: number;
+            max_length?: number;
+            pattern?: string;
+            validation_message?: string;
+            placeholder?: string;
+        };
+        /**
+         * UrlOptions
+         * @description Options of a url question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        UrlOptions: {
+            min_length?: number;
+            max_length?: number;
+            pattern?: string;
+            validation_message?: string;
+            placeholder?: string;
+        };
+        /**
+         * McqOptions
+         * @description Options of a mcq question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        McqOptions: {
+            choices: string[];
+            /** @default false */
+            allow_other: boolean;
+            correct_answers?: string[];
+            /** @description Points by choice label */
+            choice_scores?: {
+                [key: string]: number;
+            };
+            correct_answer_points?: number;
+        };
+        /**
+         * MultiSelectOptions
+         * @description Options of a multi_select question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        MultiSelectOptions: {
+            choices: string[];
+            min_selections?: number;
+            max_selections?: number;
+            correct_answers?: string[];
+            /** @description Points by choice label */
+            choice_scores?: {
+                [key: string]: number;
+            };
+            correct_answer_points?: number;
+        };
+        /**
+         * DropdownOptions
+         * @description Options of a dropdown question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        DropdownOptions: {
+            choices: string[];
+            /** @default false */
+            allow_other: boolean;
+            correct_answers?: string[];
+            /** @description Points by choice label */
+            choice_scores?: {
+                [key: string]: number;
+            };
+            correct_answer_points?: number;
+        };
+        /**
+         * YesNoOptions
+         * @description Options of a yes_no question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        YesNoOptions: {
+            yes_label?: string;
+            no_label?: string;
+            correct_answers?: string[];
+            /** @description Points by choice label */
+            choice_scores?: {
+                [key: string]: number;
+            };
+            correct_answer_points?: number;
+        };
+        /**
+         * CheckboxOptions
+         * @description Options of a checkbox question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        CheckboxOptions: {
+            checkbox_label?: string;
+        };
+        /**
+         * PictureChoiceOptions
+         * @description Options of a picture_choice question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        PictureChoiceOptions: {
+            picture_choices: {
+                label: string;
+                /** Format: uri */
+                image_url?: string;
+            }[];
+            /** @default false */
+            allow_multiple: boolean;
+            correct_answers?: string[];
+            /** @description Points by choice label */
+            choice_scores?: {
+                [key: string]: number;
+            };
+            correct_answer_points?: number;
+        };
+        /**
+         * RankingOptions
+         * @description Options of a ranking question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        RankingOptions: {
+            choices: string[];
+        };
+        /**
+         * MatrixOptions
+         * @description Options of a matrix question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        MatrixOptions: {
+            rows: string[];
+            columns: string[];
+            /** @default false */
+            allow_multiple: boolean;
+        };
+        /**
+         * RatingOptions
+         * @description Options of a rating question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        RatingOptions: {
+            /**
+             * @default 1
+             * @enum {unknown}
+             */
+            min: 0 | 1;
+            /** @default 5 */
+            max: number;
+            min_label?: string;
+            max_label?: string;
+            /**
+             * @default star
+             * @enum {unknown}
+             */
+            icon: "star" | "heart" | "number";
+            correct_answer_value?: number;
+            correct_answer_points?: number;
+        };
+        /**
+         * OpinionScaleOptions
+         * @description Options of a opinion_scale question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        OpinionScaleOptions: {
+            /**
+             * @default 1
+             * @enum {unknown}
+             */
+            min: 0 | 1;
+            /** @default 10 */
+            max: number;
+            min_label?: string;
+            max_label?: string;
+            correct_answer_value?: number;
+            correct_answer_points?: number;
+        };
+        /**
+         * SliderOptions
+         * @description Options of a slider question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        SliderOptions: {
+            /** @default 0 */
+            min_value: number;
+            /** @default 100 */
+            max_value: number;
+            /** @default 1 */
+            step: number;
+            /** @default true */
+            show_value: boolean;
+            correct_answer_value?: number;
+            correct_answer_points?: number;
+        };
+        /**
+         * NumberOptions
+         * @description Options of a number question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        NumberOptions: {
+            min_value?: number;
+            max_value?: number;
+            step?: number;
+            correct_answer_value?: number;
+            correct_answer_points?: number;
+        };
+        /**
+         * CurrencyOptions
+         * @description Options of a currency question (with its quiz options); keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        CurrencyOptions: {
+            min_value?: number;
+            max_value?: number;
+            /**
+             * @description ISO 4217 currency code
+             * @default USD
+             */
+            currency_code: string;
+            /** @default 2 */
+            decimal_places: number;
+            correct_answer_value?: number;
+            correct_answer_points?: number;
+        };
+        /**
+         * CalculationOptions
+         * @description Options of a calculation question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        CalculationOptions: {
+            /** @description Arithmetic with + - * / and parentheses over {{<question id>}} or {{<question text>}} of number-like questions of the form */
+            formula: string;
+            /** @default 2 */
+            decimal_places: number;
+        };
+        /**
+         * DateOptions
+         * @description Options of a date question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        DateOptions: {
+            /** Format: date */
+            min_date?: string;
+            /** Format: date */
+            max_date?: string;
+        };
+        /**
+         * TimeOptions
+         * @description Options of a time question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        TimeOptions: {
+            /**
+             * @default 24h
+             * @enum {unknown}
+             */
+            time_format: "12h" | "24h";
+        };
+        /**
+         * DateRangeOptions
+         * @description Options of a date_range question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        DateRangeOptions: {
+            /** Format: date */
+            min_date?: string;
+            /** Format: date */
+            max_date?: string;
+        };
+        /**
+         * AddressOptions
+         * @description Options of a address question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        AddressOptions: {
+            /**
+             * @default [
+             *       "street",
+             *       "city",
+             *       "state",
+             *       "zip",
+             *       "country"
+             *     ]
+             */
+            address_fields: ("street" | "street2" | "city" | "state" | "zip" | "country")[];
+        };
+        /**
+         * FileUploadOptions
+         * @description Options of a file_upload question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        FileUploadOptions: {
+            allowed_types?: string[];
+            /** @default 10 */
+            max_size_mb: number;
+            /** @default 1 */
+            max_files: number;
+        };
+        /**
+         * DigitalSignatureOptions
+         * @description Options of a digital_signature question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        DigitalSignatureOptions: {
+            /**
+             * @default both
+             * @enum {unknown}
+             */
+            signature_mode: "draw" | "type" | "upload" | "both" | "any";
+        };
+        /**
+         * InitialsOptions
+         * @description Options of a initials question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        InitialsOptions: {
+            /**
+             * @default both
+             * @enum {unknown}
+             */
+            signature_mode: "draw" | "type" | "upload" | "both" | "any";
+        };
+        /**
+         * PaymentOptions
+         * @description Options of a payment question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        PaymentOptions: {
+            amount: number;
+            /**
+             * @description ISO 4217 currency code
+             * @default USD
+             */
+            currency_code: string;
+            payment_description?: string;
+            /** @description Must be a Stripe publishable key (pk_live_… or pk_test_…). */
+            stripe_publishable_key?: string;
+        };
+        /**
+         * HeadingOptions
+         * @description Options of a heading question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        HeadingOptions: Record<string, never>;
+        /**
+         * DividerOptions
+         * @description Options of a divider question; keys in snake_case as shown (the camelCase spelling of each is accepted on input), defaults filled in.
+         */
+        DividerOptions: Record<string, never>;
+        /** QuestionShortText */
+        QuestionShortText: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "short_text";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["ShortTextOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionLongText */
+        QuestionLongText: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "long_text";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["LongTextOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionEmail */
+        QuestionEmail: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["EmailOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionPhone */
+        QuestionPhone: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "phone";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["PhoneOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionUrl */
+        QuestionUrl: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "url";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["UrlOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionMcq */
+        QuestionMcq: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcq";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["McqOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionMultiSelect */
+        QuestionMultiSelect: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "multi_select";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["MultiSelectOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionDropdown */
+        QuestionDropdown: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "dropdown";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["DropdownOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionYesNo */
+        QuestionYesNo: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yes_no";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["YesNoOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionCheckbox */
+        QuestionCheckbox: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "checkbox";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["CheckboxOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionPictureChoice */
+        QuestionPictureChoice: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "picture_choice";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["PictureChoiceOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionRanking */
+        QuestionRanking: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ranking";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["RankingOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionMatrix */
+        QuestionMatrix: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "matrix";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["MatrixOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionRating */
+        QuestionRating: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rating";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["RatingOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionOpinionScale */
+        QuestionOpinionScale: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "opinion_scale";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["OpinionScaleOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionSlider */
+        QuestionSlider: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "slider";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["SliderOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionNumber */
+        QuestionNumber: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "number";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["NumberOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionCurrency */
+        QuestionCurrency: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "currency";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["CurrencyOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionCalculation */
+        QuestionCalculation: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "calculation";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["CalculationOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionDate */
+        QuestionDate: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "date";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["DateOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionTime */
+        QuestionTime: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "time";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["TimeOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionDateRange */
+        QuestionDateRange: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "date_range";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["DateRangeOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionAddress */
+        QuestionAddress: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "address";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["AddressOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionFileUpload */
+        QuestionFileUpload: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "file_upload";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["FileUploadOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionDigitalSignature */
+        QuestionDigitalSignature: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "digital_signature";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["DigitalSignatureOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionInitials */
+        QuestionInitials: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "initials";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["InitialsOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionPayment */
+        QuestionPayment: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "payment";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["PaymentOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionHeading */
+        QuestionHeading: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "heading";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["HeadingOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** QuestionDivider */
+        QuestionDivider: {
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description UUID v7
+             */
+            formId: string;
+            sectionId: string | null;
+            questionText: string;
+            description: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "divider";
+            isRequired: boolean;
+            isPii: boolean;
+            /** @enum {string} */
+            priority: "low" | "medium" | "high" | "critical";
+            context: string | null;
+            options: components["schemas"]["DividerOptions"];
+            order: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            updatedAt: string;
+        };
+        /** CreateQuestionShortText */
+        CreateQuestionShortText: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "short_text";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["ShortTextOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionLongText */
+        CreateQuestionLongText: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "long_text";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["LongTextOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionEmail */
+        CreateQuestionEmail: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "email";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["EmailOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionPhone */
+        CreateQuestionPhone: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "phone";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["PhoneOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionUrl */
+        CreateQuestionUrl: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "url";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["UrlOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionMcq */
+        CreateQuestionMcq: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mcq";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["McqOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionMultiSelect */
+        CreateQuestionMultiSelect: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "multi_select";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["MultiSelectOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionDropdown */
+        CreateQuestionDropdown: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "dropdown";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["DropdownOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionYesNo */
+        CreateQuestionYesNo: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "yes_no";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["YesNoOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionCheckbox */
+        CreateQuestionCheckbox: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "checkbox";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["CheckboxOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionPictureChoice */
+        CreateQuestionPictureChoice: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "picture_choice";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["PictureChoiceOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionRanking */
+        CreateQuestionRanking: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ranking";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["RankingOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionMatrix */
+        CreateQuestionMatrix: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "matrix";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["MatrixOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionRating */
+        CreateQuestionRating: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rating";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["RatingOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionOpinionScale */
+        CreateQuestionOpinionScale: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "opinion_scale";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["OpinionScaleOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionSlider */
+        CreateQuestionSlider: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "slider";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["SliderOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionNumber */
+        CreateQuestionNumber: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "number";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["NumberOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionCurrency */
+        CreateQuestionCurrency: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "currency";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["CurrencyOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionCalculation */
+        CreateQuestionCalculation: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "calculation";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["CalculationOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionDate */
+        CreateQuestionDate: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "date";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["DateOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionTime */
+        CreateQuestionTime: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "time";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["TimeOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionDateRange */
+        CreateQuestionDateRange: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "date_range";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["DateRangeOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionAddress */
+        CreateQuestionAddress: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "address";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["AddressOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionFileUpload */
+        CreateQuestionFileUpload: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "file_upload";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["FileUploadOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionDigitalSignature */
+        CreateQuestionDigitalSignature: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "digital_signature";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["DigitalSignatureOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionInitials */
+        CreateQuestionInitials: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "initials";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["InitialsOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionPayment */
+        CreateQuestionPayment: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "payment";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options: components["schemas"]["PaymentOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionHeading */
+        CreateQuestionHeading: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "heading";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["HeadingOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** CreateQuestionDivider */
+        CreateQuestionDivider: {
+            questionText: string;
+            description?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "divider";
+            isRequired?: boolean;
+            isPii?: boolean;
+            /** @enum {string} */
+            priority?: "low" | "medium" | "high" | "critical";
+            context?: string | null;
+            options?: components["schemas"]["DividerOptions"];
+            sectionId?: string | null;
+            /** @description 0-based position; past the end means the end */
+            order?: number;
+        };
+        /** Question */
+        Question: components["schemas"]["QuestionShortText"] | components["schemas"]["QuestionLongText"] | components["schemas"]["QuestionEmail"] | components["schemas"]["QuestionPhone"] | components["schemas"]["QuestionUrl"] | components["schemas"]["QuestionMcq"] | components["schemas"]["QuestionMultiSelect"] | components["schemas"]["QuestionDropdown"] | components["schemas"]["QuestionYesNo"] | components["schemas"]["QuestionCheckbox"] | components["schemas"]["QuestionPictureChoice"] | components["schemas"]["QuestionRanking"] | components["schemas"]["QuestionMatrix"] | components["schemas"]["QuestionRating"] | components["schemas"]["QuestionOpinionScale"] | components["schemas"]["QuestionSlider"] | components["schemas"]["QuestionNumber"] | components["schemas"]["QuestionCurrency"] | components["schemas"]["QuestionCalculation"] | components["schemas"]["QuestionDate"] | components["schemas"]["QuestionTime"] | components["schemas"]["QuestionDateRange"] | components["schemas"]["QuestionAddress"] | components["schemas"]["QuestionFileUpload"] | components["schemas"]["QuestionDigitalSignature"] | components["schemas"]["QuestionInitials"] | components["schemas"]["QuestionPayment"] | components["schemas"]["QuestionHeading"] | components["schemas"]["QuestionDivider"];
+        /** CreateQuestion */
+        CreateQuestion: components["schemas"]["CreateQuestionShortText"] | components["schemas"]["CreateQuestionLongText"] | components["schemas"]["CreateQuestionEmail"] | components["schemas"]["CreateQuestionPhone"] | components["schemas"]["CreateQuestionUrl"] | components["schemas"]["CreateQuestionMcq"] | components["schemas"]["CreateQuestionMultiSelect"] | components["schemas"]["CreateQuestionDropdown"] | components["schemas"]["CreateQuestionYesNo"] | components["schemas"]["CreateQuestionCheckbox"] | components["schemas"]["CreateQuestionPictureChoice"] | components["schemas"]["CreateQuestionRanking"] | components["schemas"]["CreateQuestionMatrix"] | components["schemas"]["CreateQuestionRating"] | components["schemas"]["CreateQuestionOpinionScale"] | components["schemas"]["CreateQuestionSlider"] | components["schemas"]["CreateQuestionNumber"] | components["schemas"]["CreateQuestionCurrency"] | components["schemas"]["CreateQuestionCalculation"] | components["schemas"]["CreateQuestionDate"] | components["schemas"]["CreateQuestionTime"] | components["schemas"]["CreateQuestionDateRange"] | components["schemas"]["CreateQuestionAddress"] | components["schemas"]["CreateQuestionFileUpload"] | components["schemas"]["CreateQuestionDigitalSignature"] | components["schemas"]["CreateQuestionInitials"] | components["schemas"]["CreateQuestionPayment"] | components["schemas"]["CreateQuestionHeading"] | components["schemas"]["CreateQuestionDivider"];
+        /**
+         * QuestionOptions
+         * @description Options of the question's type: its current type, or `type` when sent with them
+         */
+        QuestionOptions: components["schemas"]["ShortTextOptions"] | components["schemas"]["LongTextOptions"] | components["schemas"]["EmailOptions"] | components["schemas"]["PhoneOptions"] | components["schemas"]["UrlOptions"] | components["schemas"]["McqOptions"] | components["schemas"]["MultiSelectOptions"] | components["schemas"]["DropdownOptions"] | components["schemas"]["YesNoOptions"] | components["schemas"]["CheckboxOptions"] | components["schemas"]["PictureChoiceOptions"] | components["schemas"]["RankingOptions"] | components["schemas"]["MatrixOptions"] | components["schemas"]["RatingOptions"] | components["schemas"]["OpinionScaleOptions"] | components["schemas"]["SliderOptions"] | components["schemas"]["NumberOptions"] | components["schemas"]["CurrencyOptions"] | components["schemas"]["CalculationOptions"] | components["schemas"]["DateOptions"] | components["schemas"]["TimeOptions"] | components["schemas"]["DateRangeOptions"] | components["schemas"]["AddressOptions"] | components["schemas"]["FileUploadOptions"] | components["schemas"]["DigitalSignatureOptions"] | components["schemas"]["InitialsOptions"] | components["schemas"]["PaymentOptions"] | components["schemas"]["HeadingOptions"] | components["schemas"]["DividerOptions"];
     };
     responses: never;
     parameters: {
@@ -1414,42 +3453,7 @@ export interface operations {
                                  */
                                 updatedAt: string;
                             }[];
-                            questions: {
-                                /**
-                                 * Format: uuid
-                                 * @description UUID v7
-                                 */
-                                id: string;
-                                /**
-                                 * Format: uuid
-                                 * @description UUID v7
-                                 */
-                                formId: string;
-                                sectionId: string | null;
-                                questionText: string;
-                                description: string | null;
-                                /** @enum {string} */
-                                type: "short_text" | "long_text" | "email" | "phone" | "url" | "mcq" | "multi_select" | "dropdown" | "yes_no" | "checkbox" | "picture_choice" | "ranking" | "matrix" | "rating" | "opinion_scale" | "slider" | "number" | "currency" | "calculation" | "date" | "time" | "date_range" | "address" | "file_upload" | "digital_signature" | "initials" | "payment" | "heading" | "divider";
-                                isRequired: boolean;
-                                isPii: boolean;
-                                /** @enum {string} */
-                                priority: "low" | "medium" | "high" | "critical";
-                                context: string | null;
-                                options: {
-                                    [key: string]: unknown;
-                                };
-                                order: number;
-                                /**
-                                 * Format: date-time
-                                 * @description ISO 8601 UTC with milliseconds
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @description ISO 8601 UTC with milliseconds
-                                 */
-                                updatedAt: string;
-                            }[];
+                            questions: components["schemas"]["Question"][];
                             rules: {
                                 /**
                                  * Format: uuid
@@ -2156,6 +4160,294 @@ export interface operations {
             };
         };
     };
+    updateFormSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (1–128 characters of A-Za-z0-9._-), echoed in the answer and written in the service's log. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description ETags (or `*`): the change is made only if the resource's current ETag is one of them, else `412 precondition_failed` and nothing changes. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Top-level keys to merge into the form's settings, kept as given (no key casing); a key set to null is removed. The result is at most 64 KiB as JSON. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The form as updated */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** Form */
+                        data: {
+                            /**
+                             * Format: uuid
+                             * @description UUID v7
+                             */
+                            id: string;
+                            /**
+                             * Format: uuid
+                             * @description UUID v7
+                             */
+                            workspaceId: string;
+                            title: string;
+                            description: string | null;
+                            /** @enum {string} */
+                            status: "draft" | "published" | "archived";
+                            /** @description Free JSON object, at most 64 KiB, kept as given. */
+                            settings: {
+                                [key: string]: unknown;
+                            };
+                            currentVersion: number | null;
+                            hasUnpublishedChanges: boolean;
+                            questionCount: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            /** @description Bad Request: The request is not valid; the hint names the key or parameter. Codes: `validation_failed`. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "validation_failed";
+                    };
+                };
+            };
+            /** @description Unauthorized: No API key, or one that is unknown, revoked or expired (with `WWW-Authenticate: Bearer`). Codes: `missing_api_key`, `invalid_api_key`. */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key";
+                    };
+                };
+            };
+            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "missing_grant";
+                    };
+                };
+            };
+            /** @description Not Found: Not found (also for another workspace's resources); the hint names the kind. Codes: `not_found`. */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Request Timeout: The request (headers or body) did not arrive in time; the connection is closed. Codes: `request_timeout`. */
+            408: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "request_timeout";
+                    };
+                };
+            };
+            /** @description Conflict: Conflict with the resource's state. Codes: `form_not_editable`. */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "form_not_editable";
+                    };
+                };
+            };
+            /** @description Precondition Failed: If-Match did not match the resource's current ETag; nothing was changed. Codes: `precondition_failed`. */
+            412: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "precondition_failed";
+                    };
+                };
+            };
+            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Request Header Fields Too Large: The request's headers are larger than 16 KiB. Codes: `headers_too_large`. */
+            431: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "headers_too_large";
+                    };
+                };
+            };
+            /** @description Internal Server Error: Something went wrong on the service's side; quote the X-Request-Id. Codes: `internal_error`. */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "unavailable";
+                    };
+                };
+            };
+        };
+    };
     listFormQuestions: {
         parameters: {
             query?: {
@@ -2189,42 +4481,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            /**
-                             * Format: uuid
-                             * @description UUID v7
-                             */
-                            id: string;
-                            /**
-                             * Format: uuid
-                             * @description UUID v7
-                             */
-                            formId: string;
-                            sectionId: string | null;
-                            questionText: string;
-                            description: string | null;
-                            /** @enum {string} */
-                            type: "short_text" | "long_text" | "email" | "phone" | "url" | "mcq" | "multi_select" | "dropdown" | "yes_no" | "checkbox" | "picture_choice" | "ranking" | "matrix" | "rating" | "opinion_scale" | "slider" | "number" | "currency" | "calculation" | "date" | "time" | "date_range" | "address" | "file_upload" | "digital_signature" | "initials" | "payment" | "heading" | "divider";
-                            isRequired: boolean;
-                            isPii: boolean;
-                            /** @enum {string} */
-                            priority: "low" | "medium" | "high" | "critical";
-                            context: string | null;
-                            options: {
-                                [key: string]: unknown;
-                            };
-                            order: number;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            updatedAt: string;
-                        }[];
+                        data: components["schemas"]["Question"][];
                         meta: {
                             total: number;
                             page: number;
@@ -2398,24 +4655,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    questionText: string;
-                    description?: string | null;
-                    /** @enum {string} */
-                    type: "short_text" | "long_text" | "email" | "phone" | "url" | "mcq" | "multi_select" | "dropdown" | "yes_no" | "checkbox" | "picture_choice" | "ranking" | "matrix" | "rating" | "opinion_scale" | "slider" | "number" | "currency" | "calculation" | "date" | "time" | "date_range" | "address" | "file_upload" | "digital_signature" | "initials" | "payment" | "heading" | "divider";
-                    isRequired?: boolean;
-                    isPii?: boolean;
-                    /** @enum {string} */
-                    priority?: "low" | "medium" | "high" | "critical";
-                    context?: string | null;
-                    /** @description Per-type options (see API.md); keys in snake_case, camelCase accepted; unknown keys are refused */
-                    options?: {
-                        [key: string]: unknown;
-                    };
-                    sectionId?: string | null;
-                    /** @description 0-based position; past the end means the end */
-                    order?: number;
-                };
+                "application/json": components["schemas"]["CreateQuestion"];
             };
         };
         responses: {
@@ -2434,43 +4674,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        /** Question */
-                        data: {
-                            /**
-                             * Format: uuid
-                             * @description UUID v7
-                             */
-                            id: string;
-                            /**
-                             * Format: uuid
-                             * @description UUID v7
-                             */
-                            formId: string;
-                            sectionId: string | null;
-                            questionText: string;
-                            description: string | null;
-                            /** @enum {string} */
-                            type: "short_text" | "long_text" | "email" | "phone" | "url" | "mcq" | "multi_select" | "dropdown" | "yes_no" | "checkbox" | "picture_choice" | "ranking" | "matrix" | "rating" | "opinion_scale" | "slider" | "number" | "currency" | "calculation" | "date" | "time" | "date_range" | "address" | "file_upload" | "digital_signature" | "initials" | "payment" | "heading" | "divider";
-                            isRequired: boolean;
-                            isPii: boolean;
-                            /** @enum {string} */
-                            priority: "low" | "medium" | "high" | "critical";
-                            context: string | null;
-                            options: {
-                                [key: string]: unknown;
-                            };
-                            order: number;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            updatedAt: string;
-                        };
+                        data: components["schemas"]["Question"];
                     };
                 };
             };
@@ -3753,10 +5957,7 @@ export interface operations {
                     /** @enum {string} */
                     priority?: "low" | "medium" | "high" | "critical";
                     context?: string | null;
-                    /** @description Per-type options (see API.md); keys in snake_case, camelCase accepted; unknown keys are refused */
-                    options?: {
-                        [key: string]: unknown;
-                    };
+                    options?: components["schemas"]["QuestionOptions"];
                     sectionId?: string | null;
                     /** @description 0-based position; past the end means the end */
                     order?: number;
@@ -3778,43 +5979,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        /** Question */
-                        data: {
-                            /**
-                             * Format: uuid
-                             * @description UUID v7
-                             */
-                            id: string;
-                            /**
-                             * Format: uuid
-                             * @description UUID v7
-                             */
-                            formId: string;
-                            sectionId: string | null;
-                            questionText: string;
-                            description: string | null;
-                            /** @enum {string} */
-                            type: "short_text" | "long_text" | "email" | "phone" | "url" | "mcq" | "multi_select" | "dropdown" | "yes_no" | "checkbox" | "picture_choice" | "ranking" | "matrix" | "rating" | "opinion_scale" | "slider" | "number" | "currency" | "calculation" | "date" | "time" | "date_range" | "address" | "file_upload" | "digital_signature" | "initials" | "payment" | "heading" | "divider";
-                            isRequired: boolean;
-                            isPii: boolean;
-                            /** @enum {string} */
-                            priority: "low" | "medium" | "high" | "critical";
-                            context: string | null;
-                            options: {
-                                [key: string]: unknown;
-                            };
-                            order: number;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO 8601 UTC with milliseconds
-                             */
-                            updatedAt: string;
-                        };
+                        data: components["schemas"]["Question"];
                     };
                 };
             };
@@ -9071,42 +11236,7 @@ export interface operations {
                                      */
                                     updatedAt: string;
                                 }[];
-                                questions: {
-                                    /**
-                                     * Format: uuid
-                                     * @description UUID v7
-                                     */
-                                    id: string;
-                                    /**
-                                     * Format: uuid
-                                     * @description UUID v7
-                                     */
-                                    formId: string;
-                                    sectionId: string | null;
-                                    questionText: string;
-                                    description: string | null;
-                                    /** @enum {string} */
-                                    type: "short_text" | "long_text" | "email" | "phone" | "url" | "mcq" | "multi_select" | "dropdown" | "yes_no" | "checkbox" | "picture_choice" | "ranking" | "matrix" | "rating" | "opinion_scale" | "slider" | "number" | "currency" | "calculation" | "date" | "time" | "date_range" | "address" | "file_upload" | "digital_signature" | "initials" | "payment" | "heading" | "divider";
-                                    isRequired: boolean;
-                                    isPii: boolean;
-                                    /** @enum {string} */
-                                    priority: "low" | "medium" | "high" | "critical";
-                                    context: string | null;
-                                    options: {
-                                        [key: string]: unknown;
-                                    };
-                                    order: number;
-                                    /**
-                                     * Format: date-time
-                                     * @description ISO 8601 UTC with milliseconds
-                                     */
-                                    createdAt: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description ISO 8601 UTC with milliseconds
-                                     */
-                                    updatedAt: string;
-                                }[];
+                                questions: components["schemas"]["Question"][];
                                 rules: {
                                     /**
                                      * Format: uuid

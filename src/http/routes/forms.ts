@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { isoNow } from '../../domain/clock.js';
 import { invalid } from '../../domain/errors.js';
+import { SETTINGS_MAX_BYTES } from '../../domain/limits.js';
 import { deleteForm } from '../../services/delete-form.js';
 import { readFormWithContent } from '../../services/read-form.js';
 import { updateForm } from '../../services/update-form.js';
@@ -12,11 +13,10 @@ import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
 import { DeleteQuery, Deleted, IdParams, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
 import { QuestionSchema, RuleSchema, SectionSchema } from '../schemas/content.js';
-import { CreateFormBody, Form, ListFormsQuery, UpdateFormBody } from '../schemas/forms.js';
+import { CreateFormBody, Form, ListFormsQuery, SettingsPatch, UpdateFormBody } from '../schemas/forms.js';
 
 const FormWithContent = Type.Intersect([Form, Type.Object({ sections: Type.Array(SectionSchema), questions: Type.Array(QuestionSchema), rules: Type.Array(RuleSchema) })]);
 
-const SETTINGS_MAX_BYTES = 64 * 1024;
 
 function checkSettings(settings: Record<string, unknown> | undefined): void {
   if (settings !== undefined && Buffer.byteLength(JSON.stringify(settings)) > SETTINGS_MAX_BYTES) {
@@ -87,6 +87,22 @@ export function formRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const body = request.body;
       checkSettings(body.settings);
       const form = await updateForm(deps, principalOf(request), { formId: id, patch: { ...body, title: checkTitle(body.title) } });
+      return { success: true, data: form };
+    },
+  });
+
+  app.put<{ Params: Static<typeof IdParams>; Body: Static<typeof SettingsPatch> }>('/forms/:id/settings', {
+    config: { grants: ['forms:write'], opaqueBody: true },
+    schema: {
+      tags,
+      summary: "Merge keys into the form's settings (a key set to null is removed)",
+      params: IdParams,
+      querystring: NoQuery,
+      body: SettingsPatch,
+      response: responses(200, Ok(Form)),
+    },
+    handler: async (request) => {
+      const form = await updateForm(deps, principalOf(request), { formId: pathId('Form', request.params.id), patch: { settingsMerge: request.body } });
       return { success: true, data: form };
     },
   });

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid } from '../../domain/errors.js';
 import { publishDocument, publishForm } from '../../services/publish.js';
+import { upgradeFormSnapshotText } from '../../domain/legacy-options.js';
 import { getRevision, listRevisions, parseVersion, type RevisionKind } from '../../store/revisions.js';
 import { pathId } from '../params.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
@@ -41,7 +42,9 @@ export function revisionRoutes(app: FastifyInstance, deps: RouteDeps): void {
   };
 
   const get = (kind: RevisionKind, label: string) => async (request: { params: Static<typeof RevisionParams> } & Parameters<typeof workspaceOf>[0], reply: FastifyReply) => {
-    const { revision, snapshot } = await getRevision(store.db, kind, workspaceOf(request), pathId(label, request.params.id), parseVersion(request.params.version));
+    const { revision, snapshot: stored } = await getRevision(store.db, kind, workspaceOf(request), pathId(label, request.params.id), parseVersion(request.params.version));
+    // Stored as published; a form's snapshot from before 0009 is served in today's shape.
+    const snapshot = kind === 'form' ? upgradeFormSnapshotText(stored) : stored;
     return sendWithSnapshot(reply, revision, snapshot);
   };
 

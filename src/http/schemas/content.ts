@@ -3,6 +3,8 @@ import { OPERATORS } from '../../domain/logic.js';
 import { PRIORITIES, QUESTION_TYPES } from '../../domain/questions.js';
 import { Id, Nullable, OneOf, Order, Timestamp } from './common.js';
 
+// Checked per type by the service (src/domain/question-types.ts); the OpenAPI document shows each
+// type's options (src/http/schemas/question-types.ts).
 const FreeOptions = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Per-type options (see API.md); keys in snake_case, camelCase accepted; unknown keys are refused',
 });
@@ -63,10 +65,10 @@ const questionBody = {
   sectionId: Type.Optional(NullableId),
   order: Type.Optional(Order),
 };
-export const CreateQuestionBody = Type.Object(questionBody, { additionalProperties: false });
+export const CreateQuestionBody = Type.Object(questionBody, { additionalProperties: false, title: 'CreateQuestion' });
 export const UpdateQuestionBody = Type.Object(
   { ...questionBody, questionText: Type.Optional(questionBody.questionText), type: Type.Optional(questionBody.type) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'UpdateQuestion' },
 );
 
 const sectionBody = {

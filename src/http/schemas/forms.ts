@@ -33,6 +33,10 @@ export const CreateFormBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const SettingsPatch = Type.Record(Type.String(), Type.Unknown(), {
+  description: "Top-level keys to merge into the form's settings, kept as given (no key casing); a key set to null is removed. The result is at most 64 KiB as JSON.",
+});
+
 export const UpdateFormBody = Type.Object(
   {
     title: Type.Optional(Title),

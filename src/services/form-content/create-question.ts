@@ -5,7 +5,7 @@ import { contentSiblings, insertQuestion, toQuestion, type QuestionView } from '
 import { clampPosition, openGap } from '../../store/ordering.js';
 import type { FormQuestionRow } from '../../store/schema.js';
 import type { Deps, Principal } from '../deps.js';
-import { assertQuestionSize, assertRoom, checkQuestion, editFormDraft } from './form-draft.js';
+import { assertFormulas, assertQuestionSize, assertRoom, checkQuestion, editFormDraft } from './form-draft.js';
 
 export interface QuestionInput {
   questionText?: string;
@@ -39,12 +39,13 @@ export async function createQuestion(
       options: {},
     };
     assertRoom('questions', content.questions.length);
-    const options = checkQuestion(merged, content, null, input.options);
+    const id = newId();
+    const options = checkQuestion(merged, content, id, input.options);
     const position = clampPosition(input.order, content.questions.length);
     await openGap(trx, contentSiblings('form_questions', formId), position);
     const now = isoNow(deps.clock);
     const row: FormQuestionRow = {
-      id: newId(),
+      id,
       form_id: formId,
       section_id: merged.sectionId,
       question_text: merged.questionText,
@@ -61,6 +62,8 @@ export async function createQuestion(
     };
     const view = toQuestion(row);
     assertQuestionSize(view);
+    // A new question's text may make a formula's {{text}} name two questions.
+    assertFormulas([...content.questions, view], 'questionText');
     await insertQuestion(trx, row);
     return view;
   });

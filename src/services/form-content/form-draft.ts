@@ -1,7 +1,8 @@
 import type { Transaction } from 'kysely';
 import { AppError, invalid } from '../../domain/errors.js';
 import { count, LIMITS } from '../../domain/limits.js';
-import { normalizeOptions } from '../../domain/question-options.js';
+import { referenceIndex } from '../../domain/question-options.js';
+import { formulaProblem, normalizeOptions, QUESTION_TYPE_SPECS } from '../../domain/question-types.js';
 import type { RuleInput } from '../../domain/rules.js';
 import { formBytes, loadContent, type FormContent, type QuestionView } from '../../store/form-content.js';
 import { updateFormRow } from '../../store/forms.js';
@@ -33,9 +34,20 @@ async function assertFormSize(trx: Transaction<Database>, formId: string): Promi
   }
 }
 
-/** Calculations whose formula refers to `questionId`. */
-export function formulasUsing(content: FormContent, questionId: string): QuestionView[] {
-  return content.questions.filter((q) => q.type === 'calculation' && String(q.options.formula ?? '').includes(`{{${questionId}}}`));
+/**
+ * After a change of the questions (`after`), every calculation's formula must still resolve: each
+ * reference names exactly one number-like question, by id or by text. A change that would break
+ * one (deleting or retyping a question it uses, renaming a question it names by text, adding a
+ * question with a text it names) is refused at `path`, naming the calculation.
+ */
+export function assertFormulas(after: readonly QuestionView[], path: string): void {
+  const calculations = after.filter((q) => QUESTION_TYPE_SPECS[q.type].value === 'computed');
+  if (calculations.length === 0) return;
+  const index = referenceIndex(after);
+  for (const calculation of calculations) {
+    const problem = formulaProblem(String(calculation.options.formula), index);
+    if (problem) throw invalid(path, `the formula of calculation ${calculation.id} uses this question and would break: it ${problem}; change that formula first`);
+  }
 }
 
 /**
@@ -71,14 +83,16 @@ export async function editFormDraft<T>(
 export function checkQuestion(
   merged: Omit<QuestionView, 'id' | 'formId' | 'order' | 'createdAt' | 'updatedAt'>,
   content: FormContent,
-  selfId: string | null,
+  selfId: string,
   rawOptions: unknown,
 ): Record<string, unknown> {
   if (merged.sectionId !== null && !content.sections.some((s) => s.id === merged.sectionId)) throw invalid('sectionId', 'is not a section of this form');
-  if ((merged.type === 'heading' || merged.type === 'divider') && merged.isRequired) throw invalid('isRequired', `a ${merged.type} collects no answer and cannot be required`);
+  if (QUESTION_TYPE_SPECS[merged.type].value === 'none' && merged.isRequired) throw invalid('isRequired', `a ${merged.type} collects no answer and cannot be required`);
   if (rawOptions === null) return merged.options;
-  const questionTypes = new Map(content.questions.filter((q) => q.id !== selfId).map((q) => [q.id, q.type]));
-  return normalizeOptions(merged.type, rawOptions, { questionTypes });
+  // Formulas resolve among the questions as they will be, this one included.
+  const self = { id: selfId, type: merged.type, questionText: merged.questionText };
+  const questions = [...content.questions.filter((q) => q.id !== selfId), self];
+  return normalizeOptions(merged.type, rawOptions, { questions });
 }
 
 export function isShortForm(input: RuleInput): boolean {

@@ -5,7 +5,7 @@ import { contentSiblings, logicOf, ruleLogic, updateQuestionRow, type FormConten
 import { clampPosition, shiftBetween } from '../../store/ordering.js';
 import type { Deps, Principal } from '../deps.js';
 import type { QuestionInput } from './create-question.js';
-import { assertQuestionSize, checkQuestion, editFormDraft, formulasUsing } from './form-draft.js';
+import { assertFormulas, assertQuestionSize, checkQuestion, editFormDraft } from './form-draft.js';
 
 /**
  * `PUT /forms/{id}/questions/{qid}`: the keys given. A change of type or options is checked
@@ -26,12 +26,10 @@ export async function updateQuestion(
     // are checked again only when sent or when the type changes.
     const options = checkQuestion(merged, content, questionId, rawOptions === undefined && !typeChanged ? null : (rawOptions ?? {}));
     const next: QuestionView = { ...merged, options };
-    if (typeChanged) {
-      const calculation = formulasUsing(content, questionId)[0];
-      if (calculation) throw invalid('type', `the formula of calculation ${calculation.id} uses this question; change that formula first`);
-    }
     // Rules that use this question must still fit it, and a move into a section must not close a loop.
     const after: FormContent = { ...content, questions: content.questions.map((q) => (q.id === questionId ? next : q)) };
+    // Formulas that use it must still resolve (renaming a question a formula names by text is refused).
+    assertFormulas(after.questions, typeChanged ? 'type' : next.questionText !== current.questionText ? 'questionText' : 'options');
     const logic = logicOf(after);
     for (const rule of content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId))) {
       try {
