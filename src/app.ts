@@ -14,6 +14,8 @@ import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
 import { revisionRoutes } from './http/routes/revisions.js';
 import { parseJobRoutes, type ParseJobDeps } from './http/routes/parse-jobs.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
+import type { LookupFn, OutboundPolicy } from './webhooks/safety.js';
 import { JobQueue } from './jobs/queue.js';
 import { operationRoutes } from './http/routes/operations.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
@@ -49,6 +51,11 @@ export interface AppDeps {
   jobs?: ParseJobDeps;
   /** Limits on slow and numerous clients (default: `DEFAULT_HTTP_LIMITS`). */
   http?: Partial<HttpLimits>;
+  /**
+   * Webhooks: what receivers may be (default: https and public addresses only), name resolution
+   * (tests), and this process's dispatcher to wake when a test event or redelivery is queued.
+   */
+  webhooks?: { policy: OutboundPolicy; lookup?: LookupFn; wake?: () => void };
 }
 
 export type { HttpLimits };
@@ -237,6 +244,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   fieldRoutes(app, deps.store);
   revisionRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
   parseJobRoutes(app, deps.store, deps.jobs ?? { queue: new JobQueue(deps.store), wake: () => {}, aiConfigured: false });
+  webhookRoutes(app, { store: deps.store, policy: { allowHttp: false, allowPrivate: false }, ...deps.webhooks });
 
   return app;
 }

@@ -41,6 +41,24 @@ export interface Config {
   http: HttpLimits;
   /** How long a write waits, off the event loop, for SQLite's lock held by another process. */
   sqliteBusyWaitMs: number;
+  /** Outbound webhook deliveries (src/webhooks/; README, Webhooks). */
+  webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** `WEBHOOK_ALLOW_HTTP`: plain `http://` receivers are accepted (tests, closed networks). */
+  allowHttp: boolean;
+  /** `WEBHOOK_ALLOW_PRIVATE`: receivers may resolve to loopback, private, link-local or metadata addresses. */
+  allowPrivate: boolean;
+  /** `WEBHOOK_TIMEOUT_MS`: one attempt, connection to last byte read (default 10 s). */
+  timeoutMs: number;
+  /** `WEBHOOK_CONCURRENCY`: attempts in flight at once in one process (default 64). */
+  concurrency: number;
+  /**
+   * `WEBHOOK_RETRY_SCALE`: multiplies every wait of the retry schedule and the 5-day period after
+   * which a failing endpoint is disabled (default 1). For tests only: 0.00001 runs a day in a second.
+   */
+  retryScale: number;
 }
 
 /** How long and how slowly a client may take, and how many uploads may run at once. */
@@ -122,6 +140,30 @@ function trustProxy(env: Env): false | number | string {
   return parts.join(',');
 }
 
+function flag(env: Env, name: string): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return false;
+  const lower = raw.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+  if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+function webhooks(env: Env): WebhookSettings {
+  const rawScale = read(env, 'WEBHOOK_RETRY_SCALE');
+  const retryScale = rawScale === undefined ? 1 : Number(rawScale);
+  if (rawScale !== undefined && !(/^[0-9.eE+-]+$/.test(rawScale) && retryScale > 0 && retryScale <= 1)) {
+    throw new ConfigError('WEBHOOK_RETRY_SCALE', `must be a number above 0 and at most 1 (got ${JSON.stringify(rawScale)})`);
+  }
+  return {
+    allowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP'),
+    allowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
+    timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    retryScale,
+  };
+}
+
 function ai(env: Env): AiConfig | null {
   // Checked even without AI_BASE_URL, so that a typo stops start-up instead of waiting for the day the endpoint is set.
   const timeoutMs = integer(env, 'AI_TIMEOUT_MS', 30_000, 100, 600_000);
@@ -181,5 +223,6 @@ export function loadConfig(env: Env = process.env): Config {
     ai: ai(env),
     http: httpLimits(env),
     sqliteBusyWaitMs: integer(env, 'SQLITE_BUSY_WAIT_MS', 5_000, 0, 600_000),
+    webhooks: webhooks(env),
   };
 }

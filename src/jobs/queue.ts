@@ -3,6 +3,7 @@ import { newId } from '../domain/ids.js';
 import type { Store } from '../store/db.js';
 import { forUpdate } from '../store/tx.js';
 import type { Database, JobRow } from '../store/schema.js';
+import { parseJobSettled } from '../webhooks/job-events.js';
 
 /**
  * The durable job queue: rows of `jobs`, claimed under a lease.
@@ -113,6 +114,7 @@ export class JobQueue {
             .set({ status: 'failed', lease_owner: null, lease_expires_at: null, error_code: 'worker_lost', error_message: `The worker running this job stopped answering ${attempts} time(s).`, completed_at: now, updated_at: now })
             .where('id', '=', row.id)
             .execute();
+          await parseJobSettled(trx, row, 'failed');
         } else {
           await trx
             .updateTable('jobs')
@@ -240,6 +242,7 @@ export class JobQueue {
         })
         .where('id', '=', id)
         .execute();
+      await parseJobSettled(trx, job, 'completed');
       return true;
     });
   }
@@ -260,6 +263,7 @@ export class JobQueue {
           .set({ status: 'failed', lease_owner: null, lease_expires_at: null, error_code: error.code, error_message: error.message, completed_at: now, updated_at: now })
           .where('id', '=', id)
           .execute();
+        await parseJobSettled(trx, job, 'failed');
       } else {
         await trx
           .updateTable('jobs')

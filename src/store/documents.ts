@@ -7,6 +7,7 @@ import type { Page } from './forms.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
 import { publishDocumentLocked, releaseRevisionBytes, withVersionRetry, type PublishOptions } from './revisions.js';
 import { forUpdate } from './tx.js';
+import { recordEvent } from '../webhooks/events.js';
 
 export interface DocumentView {
   id: string;
@@ -92,7 +93,16 @@ export async function lockLiveDocument(trx: Transaction<Database>, dialect: Dial
 
 export async function insertDocument(db: Kysely<Database>, row: DocumentRow): Promise<DocumentView> {
   await db.insertInto('documents').values(row).execute();
-  return toDocument(row);
+  const document = toDocument(row);
+  await recordEvent(db, row.workspace_id, 'document_created', { document });
+  return document;
+}
+
+/** A document's `document_updated` event, in the transaction that changed it (read there when someone listens). */
+export async function documentUpdated(trx: Kysely<Database>, workspaceId: string, id: string): Promise<void> {
+  await recordEvent(trx, workspaceId, 'document_updated', async () => ({
+    document: toDocument(await trx.selectFrom('documents').selectAll().where('id', '=', id).executeTakeFirstOrThrow()),
+  }));
 }
 
 export async function getDocumentRow(db: Kysely<Database>, workspaceId: string, id: string): Promise<DocumentRow> {
@@ -148,6 +158,7 @@ export async function updateDocument(
       changes.updated_at = new Date().toISOString();
       await trx.updateTable('documents').set(changes).where('id', '=', id).execute();
       updated = { ...row, ...changes };
+      await documentUpdated(trx, workspaceId, id);
     }
     if (patch.status === 'published') {
       const published = await publishDocumentLocked(trx, updated, publishing);
@@ -166,15 +177,18 @@ export async function updateDocument(
  */
 export async function deleteDocument(db: Kysely<Database>, workspaceId: string, id: string, permanent: boolean): Promise<string[]> {
   if (!permanent) {
-    const result = await db
-      .updateTable('documents')
-      .set({ deleted_at: new Date().toISOString() })
-      .where('workspace_id', '=', workspaceId)
-      .where('id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) throw notFound('Document');
-    return [];
+    return db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable('documents')
+        .set({ deleted_at: new Date().toISOString() })
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) throw notFound('Document');
+      await recordEvent(trx, workspaceId, 'document_deleted', { id });
+      return [];
+    });
   }
   return db.transaction().execute(async (trx) => {
     // The files its revisions keep go with them (the rows cascade); today they are the document's
@@ -185,9 +199,11 @@ export async function deleteDocument(db: Kysely<Database>, workspaceId: string, 
       .deleteFrom('documents')
       .where('workspace_id', '=', workspaceId)
       .where('id', '=', id)
-      .returning(['sha256', 'rendition_sha256'])
+      .returning(['sha256', 'rendition_sha256', 'deleted_at'])
       .execute();
     if (rows.length === 0) throw notFound('Document');
+    // A document soft-deleted before was announced then.
+    if (rows[0]!.deleted_at === null) await recordEvent(trx, workspaceId, 'document_deleted', { id });
     return [...new Set([...rows, ...kept].flatMap((r) => [r.sha256, r.rendition_sha256]).filter((h): h is string => h !== null))];
   });
 }

@@ -4,7 +4,7 @@ import { AppError, invalid, notFound } from '../domain/errors.js';
 import { defaultLabel, MAX_FIELDS_PER_DOCUMENT, validateField, type FieldSpec } from '../domain/fields.js';
 import { newId } from '../domain/ids.js';
 import type { Store } from './db.js';
-import { liveDocuments, lockLiveDocument, toField, type FieldView } from './documents.js';
+import { documentUpdated, liveDocuments, lockLiveDocument, toField, type FieldView } from './documents.js';
 import { clampPosition, closeGap, countSiblings, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, DocumentFieldRow, DocumentRow } from './schema.js';
 
@@ -87,6 +87,7 @@ async function editDocument<T>(
         .set({ has_unpublished_changes: 1, updated_at: new Date().toISOString() })
         .where('id', '=', documentId)
         .execute();
+      await documentUpdated(trx, workspaceId, documentId);
     }
     return result;
   });
@@ -214,6 +215,7 @@ export async function applyCandidates(
   for (let i = 0; i < rows.length; i += 100) await trx.insertInto('document_fields').values(rows.slice(i, i + 100)).execute();
   if (rows.length > 0 || deletedFieldIds.length > 0) {
     await trx.updateTable('documents').set({ has_unpublished_changes: 1, updated_at: now }).where('id', '=', document.id).execute();
+    await documentUpdated(trx, document.workspace_id, document.id);
   }
   return { createdFieldIds: rows.map((r) => r.id), deletedFieldIds };
 }

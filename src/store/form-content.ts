@@ -9,7 +9,7 @@ import type { Dialect, Store } from './db.js';
 import { clampPosition, closeGap, openGap, shiftBetween, type Siblings } from './ordering.js';
 import type { Database, FormQuestionRow, FormRow, FormRuleRow, FormSectionRow } from './schema.js';
 import { preparedQuery } from './prepared.js';
-import { lockLiveForm, nextStamp } from './forms.js';
+import { formUpdated, lockLiveForm, nextStamp } from './forms.js';
 import { count, LIMITS } from '../domain/limits.js';
 
 
@@ -305,6 +305,7 @@ async function editContent<T>(
     if ((result as { changed?: boolean } | null)?.changed !== false) {
       if (grows) await assertFormSize(trx, formId);
       await trx.updateTable('forms').set({ has_unpublished_changes: 1, updated_at: nextStamp(form.updated_at) }).where('id', '=', formId).execute();
+      await formUpdated(trx, workspaceId, formId);
     }
     return result;
   });

@@ -5,6 +5,7 @@ import { assertForwardTransition, type Status } from '../domain/status.js';
 import type { Dialect, Store } from './db.js';
 import type { Database, FormRow } from './schema.js';
 import { forUpdate } from './tx.js';
+import { recordEvent } from '../webhooks/events.js';
 import { questionCounts } from './form-content.js';
 import { attributeChanges, prepareFormPublish, publishFormLocked, releaseRevisionBytes, stillPrepared, withVersionRetry, type PublishOptions } from './revisions.js';
 
@@ -95,8 +96,20 @@ export async function createForm(db: Kysely<Database>, workspaceId: string, inpu
     created_at: now,
     updated_at: now,
   };
-  await db.insertInto('forms').values(row).execute();
-  return toForm(row, 0);
+  const form = toForm(row, 0);
+  await db.transaction().execute(async (trx) => {
+    await trx.insertInto('forms').values(row).execute();
+    await recordEvent(trx, workspaceId, 'form_created', { form });
+  });
+  return form;
+}
+
+/** A form's `form_updated` event, in the transaction that changed it (read there when someone listens). */
+export async function formUpdated(trx: Kysely<Database>, workspaceId: string, id: string): Promise<void> {
+  await recordEvent(trx, workspaceId, 'form_updated', async () => {
+    const row = await trx.selectFrom('forms').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    return { form: toForm(row, (await questionCounts(trx, [id])).get(id) ?? 0) };
+  });
 }
 
 export async function listForms(
@@ -143,6 +156,7 @@ export async function updateForm(store: Store, workspaceId: string, id: string, 
       changes.updated_at = ready && contentChanged ? ready.patchedStamp : nextStamp(row.updated_at);
       await trx.updateTable('forms').set(changes).where('id', '=', id).execute();
       updated = { ...row, ...changes };
+      await formUpdated(trx, workspaceId, id);
     }
     if (status === 'published') {
       const published = await publishFormLocked(trx, updated, publishing, ready);
@@ -161,17 +175,22 @@ export async function deleteForm(db: Kysely<Database>, workspaceId: string, id: 
     await db.transaction().execute(async (trx) => {
       // Its revisions go with it (the rows cascade): their bytes go back to the workspace's budget.
       await releaseRevisionBytes(trx, 'form', workspaceId, id);
-      const result = await trx.deleteFrom('forms').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-      if (Number(result.numDeletedRows) === 0) throw notFound('Form');
+      const gone = await trx.deleteFrom('forms').where('workspace_id', '=', workspaceId).where('id', '=', id).returning('deleted_at').execute();
+      if (gone.length === 0) throw notFound('Form');
+      // A form soft-deleted before was announced then.
+      if (gone[0]!.deleted_at === null) await recordEvent(trx, workspaceId, 'form_deleted', { id });
     });
     return;
   }
-  const result = await db
-    .updateTable('forms')
-    .set({ deleted_at: new Date().toISOString() })
-    .where('workspace_id', '=', workspaceId)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw notFound('Form');
+  await db.transaction().execute(async (trx) => {
+    const result = await trx
+      .updateTable('forms')
+      .set({ deleted_at: new Date().toISOString() })
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) throw notFound('Form');
+    await recordEvent(trx, workspaceId, 'form_deleted', { id });
+  });
 }
