@@ -15,13 +15,17 @@ import { removeUnreferencedBlobs } from './store/blob-locks.js';
 import { referencedBlobs } from './store/documents.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
+import type { WorkerLog } from './jobs/worker.js';
+import type { WebhookDispatcher } from './webhooks/dispatcher.js';
 
 const USAGE = `Usage: formsign <command>
 
 Commands:
   serve [--no-worker]        run the HTTP API (migrates the database first) and, unless told
-                             not to, one parse-job worker in the same process
-  worker [--concurrency <n>] run parse-job workers only (scale-out: any number of processes)
+                             not to, one parse-job worker and the webhook deliveries in the
+                             same process
+  worker [--concurrency <n>] run parse-job workers and webhook deliveries only (scale-out: any
+                             number of processes)
   migrate                    apply pending database migrations and exit
   keys create --workspace <slug> --name <name> --grants <g1,g2,…> [--expires <ISO time>] [--json]
   keys list [--json]
@@ -31,7 +35,9 @@ Settings come from the environment: HOST, PORT, DATA_DIR, DATABASE_URL, REDIS_UR
 RATE_LIMIT_PER_MINUTE, MAX_UPLOAD_BYTES, LOG_LEVEL, TRUST_PROXY, SOFFICE_PATH, JOB_LEASE_MS,
 WORKER_STOP_GRACE_MS, AI_BASE_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_MS, AI_MAX_RETRIES,
 HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, MIN_BODY_BYTES_PER_SECOND,
-BODY_RATE_GRACE_MS, MAX_UPLOADS_PER_WORKSPACE, MAX_UPLOADS, SQLITE_BUSY_WAIT_MS (see README.md).`;
+BODY_RATE_GRACE_MS, MAX_UPLOADS_PER_WORKSPACE, MAX_UPLOADS, SQLITE_BUSY_WAIT_MS,
+WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE, WEBHOOK_TIMEOUT_MS, WEBHOOK_CONCURRENCY,
+WEBHOOK_RETRY_SCALE (see README.md).`;
 
 /** Uploads in flight (of this server or, on PostgreSQL, of others) may be between storing a blob and writing its row: spare young blobs. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
@@ -90,6 +96,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
   const { ParseWorker } = await import('./jobs/worker.js');
   const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
   let worker: InstanceType<typeof ParseWorker> | null = null;
+  let dispatcher: WebhookDispatcher | null = null;
   const app = await buildApp({
     store,
     limiter,
@@ -102,12 +109,14 @@ async function serve(config: Config, args: string[]): Promise<void> {
     trustProxy: config.trustProxy,
     http: config.http,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
+    webhooks: { policy: config.webhooks, wake: () => dispatcher?.wake() },
   });
   if (!flags['no-worker']) {
     worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config) });
     worker.start();
+    dispatcher = await startDispatcher(config, store, app.log);
   }
-  app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
+  app.log.info(worker ? `parse jobs and webhook deliveries run in this process (worker ${worker.owner})` : 'no parse worker and no webhook deliveries in this process (--no-worker): run `formsign worker`');
   if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
     const recheck = async (sha256: string) => (await removeUnreferencedBlobs(store, blobs, [sha256])).length > 0;
@@ -131,7 +140,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
     app.log.info(`${signal}: no new requests; finishing the ones in flight`);
     try {
       // The worker stops claiming at once; HTTP drains meanwhile.
-      await Promise.all([app.close(), worker?.stop(config.workerGraceMs)]);
+      await Promise.all([app.close(), worker?.stop(config.workerGraceMs), dispatcher?.stop(config.workerGraceMs)]);
       await pdf.close();
       await limiter.close();
       await store.close();
@@ -150,6 +159,15 @@ async function serve(config: Config, args: string[]): Promise<void> {
 
 const detectionLimits = (config: Config) => ({ timeoutMs: config.detectTimeoutMs, maxMemoryMb: config.detectMaxMemoryMb });
 
+/** Webhook deliveries of this process (src/webhooks/dispatcher.ts), started. */
+async function startDispatcher(config: Config, store: Store, log: WorkerLog): Promise<WebhookDispatcher> {
+  const { WebhookDispatcher } = await import('./webhooks/dispatcher.js');
+  const { timeoutMs, concurrency, retryScale, allowHttp, allowPrivate } = config.webhooks;
+  const dispatcher = new WebhookDispatcher({ store, log, policy: { allowHttp, allowPrivate }, timeoutMs, concurrency, retryScale });
+  dispatcher.start();
+  return dispatcher;
+}
+
 /** `formsign worker`: parse-job workers without the HTTP API. */
 async function workers(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { concurrency: { type: 'string', default: '1' } }, strict: true });
@@ -165,14 +183,15 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const blobs = new DiskBlobStore(config.dataDir);
   const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config) }));
   for (const w of all) w.start();
-  log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
+  const dispatcher = await startDispatcher(config, store, log);
+  log.info({ workers: all.map((w) => w.owner), webhooks: dispatcher.owner, database: store.dialect }, 'parse-job workers and webhook deliveries started');
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) process.exit(1);
     stopping = true;
     log.info(`${signal}: no new jobs; finishing or handing back the running ones`);
     try {
-      await Promise.all(all.map((w) => w.stop(config.workerGraceMs)));
+      await Promise.all([...all.map((w) => w.stop(config.workerGraceMs)), dispatcher.stop(config.workerGraceMs)]);
       await store.close();
       log.info('stopped');
       log.flush(() => process.exit(0));
