@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { Agent, request } from 'undici';
 import { newId } from '../domain/ids.js';
 import type { WorkerLog } from '../jobs/worker.js';
 import type { Store } from '../store/db.js';
+import type { Database } from '../store/schema.js';
 import { checkedLookup, checkUrlShape, UnsafeTargetError, type LookupFn, type OutboundPolicy } from './safety.js';
 import { signatureHeader } from './signature.js';
 
@@ -50,6 +51,7 @@ interface Claimed {
   previous_secret: string | null;
   previous_secret_expires_at: string | null;
   enabled: number | string;
+  failing_since: string | null;
   payload: string;
 }
 
@@ -94,6 +96,9 @@ export class WebhookDispatcher {
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   private lastPrune = 0;
+  private readonly outcomes: Array<{ row: Claimed; outcome: AttemptOutcome; resolve: () => void; reject: (error: unknown) => void }> = [];
+  private flushing: Promise<void> | null = null;
+  private flushScheduled = false;
 
   constructor(private readonly options: DispatcherOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -179,16 +184,18 @@ export class WebhookDispatcher {
   private async claimAndStart(): Promise<number> {
     const { store } = this.options;
     const now = new Date().toISOString();
-    // At most `perEndpoint` due deliveries of each endpoint, oldest first: a backlog of one endpoint
-    // never hides another's due deliveries.
+    // At most `perEndpoint` due deliveries of each endpoint, oldest first, each endpoint read on its
+    // own index range: a backlog of one endpoint never hides another's due deliveries, and the
+    // cost of a claim does not grow with the backlog.
     const candidates = await sql<{ id: string; endpoint_id: string; workspace_id: string }>`
-      select id, endpoint_id, workspace_id from (
-        select id, endpoint_id, workspace_id, next_attempt_at,
-          row_number() over (partition by endpoint_id order by next_attempt_at, id) as rn
-        from webhook_deliveries
-        where status = 'pending' and next_attempt_at <= ${now} and (lease_expires_at is null or lease_expires_at < ${now})
-      ) due where rn <= ${this.perEndpoint}
-      order by next_attempt_at, id limit ${Math.max(this.concurrency * 2, 100)}`.execute(store.db);
+      select d.id, d.endpoint_id, d.workspace_id from webhook_endpoints e
+      join webhook_deliveries d on d.id in (
+        select x.id from webhook_deliveries x
+        where x.endpoint_id = e.id and x.status = 'pending' and x.next_attempt_at <= ${now}
+          and (x.lease_expires_at is null or x.lease_expires_at < ${now})
+        order by x.next_attempt_at, x.id limit ${this.perEndpoint}
+      )
+      order by d.next_attempt_at, d.id limit ${Math.max(this.concurrency * 2, 100)}`.execute(store.db);
     const perEndpoint = new Map<string, number>();
     const perWorkspace = new Map<string, number>();
     for (const f of this.inFlight.values()) {
@@ -221,7 +228,7 @@ export class WebhookDispatcher {
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
       .innerJoin('webhook_events as v', 'v.id', 'd.event_id')
-      .select(['d.id', 'd.workspace_id', 'd.endpoint_id', 'd.event_id', 'd.manual', 'd.scheduled_attempts', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_expires_at', 'e.enabled', 'v.payload'])
+      .select(['d.id', 'd.workspace_id', 'd.endpoint_id', 'd.event_id', 'd.manual', 'd.scheduled_attempts', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_expires_at', 'e.enabled', 'e.failing_since', 'v.payload'])
       .where('d.id', 'in', taken.map((t) => t.id))
       .where('d.lease_owner', '=', this.owner)
       .execute()) as Claimed[];
@@ -299,55 +306,96 @@ export class WebhookDispatcher {
   }
 
   /** Writes the attempt and what follows from it: success, the next retry, or `failed`; the endpoint's health. */
-  private async record(row: Claimed, outcome: AttemptOutcome): Promise<void> {
+  /**
+   * Outcomes finished in the same turn of the event loop are written together, in one transaction
+   * (one commit for many deliveries); should that fail (a delivery whose endpoint was deleted
+   * meanwhile), each is written on its own. Sorted by endpoint: every worker updates endpoint rows
+   * in the same order (no deadlock between two workers' batches on PostgreSQL).
+   */
+  private record(row: Claimed, outcome: AttemptOutcome): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.outcomes.push({ row, outcome, resolve, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushing || this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const batch = this.outcomes.splice(0, 100).sort((a, b) => (a.row.endpoint_id < b.row.endpoint_id ? -1 : a.row.endpoint_id > b.row.endpoint_id ? 1 : 0));
+    if (batch.length === 0) return;
     const { store } = this.options;
+    this.flushing = store.db
+      .transaction()
+      .execute(async (trx) => {
+        for (const item of batch) await this.write(trx, item.row, item.outcome);
+      })
+      .then(
+        () => batch.forEach((item) => item.resolve()),
+        async () => {
+          for (const item of batch) await store.db.transaction().execute((trx) => this.write(trx, item.row, item.outcome)).then(item.resolve, item.reject);
+        },
+      )
+      .finally(() => {
+        this.flushing = null;
+        if (this.outcomes.length > 0) this.scheduleFlush();
+      });
+  }
+
+  private async write(trx: Transaction<Database>, row: Claimed, outcome: AttemptOutcome): Promise<void> {
     const ok = outcome.responseStatus !== null && outcome.responseStatus >= 200 && outcome.responseStatus < 300;
     const now = new Date().toISOString();
     const attempts = Number(row.scheduled_attempts) + 1;
     const wait = ok || outcome.error?.startsWith('not sent') ? null : retryDelay(attempts, this.scale, this.random);
-    await store.db.transaction().execute(async (trx) => {
-      // An attempt made is recorded, also when the lease was lost meanwhile (another worker then
-      // decides what follows).
+    // An attempt made is recorded, also when the lease was lost meanwhile (another worker then
+    // decides what follows).
+    await trx
+      .insertInto('webhook_attempts')
+      .values({ id: newId(), delivery_id: row.id, at: outcome.at, duration_ms: outcome.durationMs, response_status: outcome.responseStatus, response_body: outcome.responseBody, error: outcome.error })
+      .execute();
+    const held = await trx
+      .updateTable('webhook_deliveries')
+      .set({
+        status: ok ? 'succeeded' : wait === null ? 'failed' : 'pending',
+        scheduled_attempts: attempts,
+        next_attempt_at: wait === null ? null : new Date(Date.now() + wait).toISOString(),
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: now,
+      })
+      .where('id', '=', row.id)
+      .where('lease_owner', '=', this.owner)
+      .executeTakeFirst();
+    if (Number(held.numUpdatedRows) === 0 || outcome.error?.startsWith('not sent')) return;
+    if (ok) {
+      // Known at the claim: a streak that began after it ends with the next success claimed later.
+      if (row.failing_since !== null) await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', row.endpoint_id).where('failing_since', 'is not', null).execute();
+      return;
+    }
+    await trx.updateTable('webhook_endpoints').set({ failing_since: outcome.at }).where('id', '=', row.endpoint_id).where('failing_since', 'is', null).execute();
+    // Failing since long enough: disabled, saying why.
+    const limit = new Date(Date.parse(outcome.at) - DISABLE_AFTER_MS * this.scale).toISOString();
+    const failing = await trx.selectFrom('webhook_endpoints').select('failing_since').where('id', '=', row.endpoint_id).where('enabled', '=', 1).where('failing_since', '<=', limit).executeTakeFirst();
+    if (failing?.failing_since) {
+      const last = outcome.error ?? `HTTP ${String(outcome.responseStatus)}`;
       await trx
-        .insertInto('webhook_attempts')
-        .values({ id: newId(), delivery_id: row.id, at: outcome.at, duration_ms: outcome.durationMs, response_status: outcome.responseStatus, response_body: outcome.responseBody, error: outcome.error })
-        .execute();
-      const held = await trx
-        .updateTable('webhook_deliveries')
+        .updateTable('webhook_endpoints')
         .set({
-          status: ok ? 'succeeded' : wait === null ? 'failed' : 'pending',
-          scheduled_attempts: attempts,
-          next_attempt_at: wait === null ? null : new Date(Date.now() + wait).toISOString(),
-          lease_owner: null,
-          lease_expires_at: null,
+          enabled: 0,
+          disabled_reason: `Disabled automatically at ${now}: every delivery attempt since ${failing.failing_since} failed (5 days without a success). Last error: ${last}. Fix the receiver, then set enabled to true.`,
           updated_at: now,
         })
-        .where('id', '=', row.id)
-        .where('lease_owner', '=', this.owner)
-        .executeTakeFirst();
-      if (Number(held.numUpdatedRows) === 0 || outcome.error?.startsWith('not sent')) return;
-      if (ok) {
-        await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', row.endpoint_id).where('failing_since', 'is not', null).execute();
-        return;
-      }
-      await trx.updateTable('webhook_endpoints').set({ failing_since: outcome.at }).where('id', '=', row.endpoint_id).where('failing_since', 'is', null).execute();
-      // Failing since long enough: disabled, saying why.
-      const limit = new Date(Date.parse(outcome.at) - DISABLE_AFTER_MS * this.scale).toISOString();
-      const failing = await trx.selectFrom('webhook_endpoints').select('failing_since').where('id', '=', row.endpoint_id).where('enabled', '=', 1).where('failing_since', '<=', limit).executeTakeFirst();
-      if (failing?.failing_since) {
-        const last = outcome.error ?? `HTTP ${String(outcome.responseStatus)}`;
-        await trx
-          .updateTable('webhook_endpoints')
-          .set({
-            enabled: 0,
-            disabled_reason: `Disabled automatically at ${now}: every delivery attempt since ${failing.failing_since} failed (5 days without a success). Last error: ${last}. Fix the receiver, then set enabled to true.`,
-            updated_at: now,
-          })
-          .where('id', '=', row.endpoint_id)
-          .execute();
-        this.options.log.warn({ endpoint: row.endpoint_id, since: failing.failing_since }, 'webhook endpoint disabled after failing for 5 days');
-      }
-    });
+        .where('id', '=', row.endpoint_id)
+        .execute();
+      this.options.log.warn({ endpoint: row.endpoint_id, since: failing.failing_since }, 'webhook endpoint disabled after failing for 5 days');
+    }
   }
 
   /** Removes events older than the retention period whose deliveries are all finished (their deliveries and attempts go with them). */
