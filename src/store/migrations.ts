@@ -303,7 +303,7 @@ const MIGRATIONS: Migration[] = [
         .addColumn('updated_at', 'text', (c) => c.notNull())
         .execute();
       // The claim reads each endpoint's due deliveries on this index (src/webhooks/dispatcher.ts).
-      await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['endpoint_id', 'status', 'next_attempt_at']).execute();
+      await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['endpoint_id', 'status', 'next_attempt_at', 'id']).execute();
       await db.schema.createIndex('webhook_deliveries_endpoint').on('webhook_deliveries').columns(['endpoint_id', 'created_at', 'id']).execute();
       await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').column('event_id').execute();
       await db.schema

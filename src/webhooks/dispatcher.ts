@@ -187,15 +187,24 @@ export class WebhookDispatcher {
     // At most `perEndpoint` due deliveries of each endpoint, oldest first, each endpoint read on its
     // own index range: a backlog of one endpoint never hides another's due deliveries, and the
     // cost of a claim does not grow with the backlog.
-    const candidates = await sql<{ id: string; endpoint_id: string; workspace_id: string }>`
-      select d.id, d.endpoint_id, d.workspace_id from webhook_endpoints e
-      join webhook_deliveries d on d.id in (
-        select x.id from webhook_deliveries x
+    const due = (columns: string) => sql`
+        select ${sql.raw(columns)} from webhook_deliveries x
         where x.endpoint_id = e.id and x.status = 'pending' and x.next_attempt_at <= ${now}
           and (x.lease_expires_at is null or x.lease_expires_at < ${now})
-        order by x.next_attempt_at, x.id limit ${this.perEndpoint}
-      )
-      order by d.next_attempt_at, d.id limit ${Math.max(this.concurrency * 2, 100)}`.execute(store.db);
+        order by x.next_attempt_at, x.id limit ${this.perEndpoint}`;
+    const scan = Math.max(this.concurrency * 2, 100);
+    // PostgreSQL joins laterally (one index range per endpoint); SQLite, which has no LATERAL,
+    // runs the correlated subquery once per endpoint.
+    const candidates = await (store.dialect === 'postgres'
+      ? sql<{ id: string; endpoint_id: string; workspace_id: string }>`
+          select d.id, d.endpoint_id, d.workspace_id from webhook_endpoints e
+          cross join lateral (${due('x.id, x.endpoint_id, x.workspace_id, x.next_attempt_at')}) d
+          order by d.next_attempt_at, d.id limit ${scan}`
+      : sql<{ id: string; endpoint_id: string; workspace_id: string }>`
+          select d.id, d.endpoint_id, d.workspace_id from webhook_endpoints e
+          join webhook_deliveries d on d.id in (${due('x.id')})
+          order by d.next_attempt_at, d.id limit ${scan}`
+    ).execute(store.db);
     const perEndpoint = new Map<string, number>();
     const perWorkspace = new Map<string, number>();
     for (const f of this.inFlight.values()) {
