@@ -16,6 +16,8 @@ export const DISABLE_AFTER_MS = 5 * 86_400_000;
 /** Response bytes read (the rest is not waited for) and stored. */
 export const READ_LIMIT_BYTES = 65_536;
 export const STORE_LIMIT_BYTES = 1024;
+/** How long finished attempts wait to be written together. */
+const FLUSH_GATHER_MS = 5;
 /** Finished deliveries, their attempts and events are kept this long. */
 export const RETENTION_MS = 30 * 86_400_000;
 
@@ -77,7 +79,8 @@ export function retryDelay(n: number, scale: number, random: () => number = Math
  * attempt leaves the lease to run out, and the delivery is attempted again, by any worker, with
  * the same event id. Attempts run concurrently, at most `perEndpoint` to one endpoint, `perWorkspace`
  * for one workspace and `concurrency` in all, so a slow or dead receiver only ever holds its own
- * slots: the claim skips endpoints and workspaces whose slots are full. Each attempt resolves the
+ * slots; a claim takes up to twice those numbers (the rest wait here for a slot, and start without
+ * a database round trip), and outcomes are written in batches. Each attempt resolves the
  * receiver's name, checks every address (`safety.ts`) and connects to the checked address; no
  * redirect is followed; at most 64 KiB of the answer is read and 1 KiB stored.
  */
@@ -91,6 +94,10 @@ export class WebhookDispatcher {
   private readonly random: () => number;
   private readonly agent: Agent;
   private readonly inFlight = new Map<string, { endpoint: string; workspace: string; done: Promise<void> }>();
+  /** Claimed here, not started yet (see `claim`). */
+  private readonly ready: Array<Claimed & { claimedAt: number }> = [];
+  private readonly writes = new Set<Promise<void>>();
+  private claimWanted = true;
   private readonly stopAll = new AbortController();
   private running = false;
   private loop: Promise<void> | null = null;
@@ -125,8 +132,9 @@ export class WebhookDispatcher {
     this.loop = this.run();
   }
 
-  /** Something was queued, or a slot freed: look now rather than at the next poll. */
+  /** Something was queued: look now rather than at the next poll. */
   wake(): void {
+    this.claimWanted = true;
     this.wakeUp?.();
   }
 
@@ -141,6 +149,7 @@ export class WebhookDispatcher {
     const deadline = setTimeout(() => this.stopAll.abort(), graceMs);
     try {
       await Promise.all([...this.inFlight.values()].map((f) => f.done));
+      while (this.writes.size > 0) await Promise.all([...this.writes]);
     } finally {
       clearTimeout(deadline);
       await this.agent.close().catch(() => {});
@@ -155,22 +164,33 @@ export class WebhookDispatcher {
   private async run(): Promise<void> {
     const { log } = this.options;
     while (this.running) {
+      this.startReady();
       let claimed = 0;
-      if (this.inFlight.size < this.concurrency) {
+      if (this.claimWanted && this.heldTotal() < 2 * this.concurrency) {
+        this.claimWanted = false;
         try {
-          claimed = await this.claimAndStart();
+          claimed = await this.claim();
         } catch (error) {
           log.error({ err: error }, 'could not claim webhook deliveries');
         }
-        if (Date.now() - this.lastPrune > 3_600_000) {
-          this.lastPrune = Date.now();
-          this.prune().catch((error: unknown) => log.warn({ err: error }, 'could not prune old webhook deliveries'));
-        }
+        this.startReady();
+      }
+      if (Date.now() - this.lastPrune > 3_600_000) {
+        this.lastPrune = Date.now();
+        this.prune().catch((error: unknown) => log.warn({ err: error }, 'could not prune old webhook deliveries'));
       }
       if (!this.running) break;
-      if (claimed > 0 && this.inFlight.size < this.concurrency) continue;
+      // Something was claimed: more may be due at once.
+      if (claimed > 0) {
+        this.claimWanted = true;
+        continue;
+      }
+      if (this.claimWanted) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.options.pollMs ?? 500);
+        const timer = setTimeout(() => {
+          this.claimWanted = true;
+          resolve();
+        }, this.options.pollMs ?? 500);
         this.wakeUp = () => {
           clearTimeout(timer);
           resolve();
@@ -178,21 +198,71 @@ export class WebhookDispatcher {
       });
       this.wakeUp = null;
     }
+    // Claimed but not started: handed back at once rather than when their leases run out.
+    const unstarted = this.ready.splice(0).map((r) => r.id);
+    if (unstarted.length > 0) {
+      await this.options.store.db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', 'in', unstarted).where('lease_owner', '=', this.owner).execute().catch((error: unknown) => log.warn({ err: error }, 'could not hand back claimed webhook deliveries'));
+    }
   }
 
-  /** Claims what the free slots allow and starts those attempts; answers how many. */
-  private async claimAndStart(): Promise<number> {
+  /** Deliveries this process holds (running or claimed and waiting), per endpoint, per workspace, in all. */
+  private held(key: 'endpoint_id' | 'workspace_id', value: string, running = false): number {
+    let n = 0;
+    for (const f of this.inFlight.values()) if ((key === 'endpoint_id' ? f.endpoint : f.workspace) === value) n++;
+    if (!running) for (const r of this.ready) if (r[key] === value) n++;
+    return n;
+  }
+
+  private heldTotal(): number {
+    return this.inFlight.size + this.ready.length;
+  }
+
+  /**
+   * Starts the claimed deliveries that the limits on attempts in flight allow, oldest claim first.
+   * One claimed too long ago to finish within its lease is let go (its lease runs out and it is
+   * claimed again): an attempt never runs past its lease.
+   */
+  private startReady(): void {
+    const latest = Date.now() - (this.leaseMs - this.timeoutMs - 1_000);
+    for (let i = 0; i < this.ready.length && this.inFlight.size < this.concurrency; ) {
+      const row = this.ready[i]!;
+      if (row.claimedAt < latest) {
+        this.ready.splice(i, 1);
+        continue;
+      }
+      if (this.held('endpoint_id', row.endpoint_id, true) >= this.perEndpoint || this.held('workspace_id', row.workspace_id, true) >= this.perWorkspace) {
+        i++;
+        continue;
+      }
+      this.ready.splice(i, 1);
+      const done = this.deliver(row).finally(() => {
+        this.inFlight.delete(row.id);
+        // Its endpoint has nothing more claimed here: look for more in the database.
+        if (!this.ready.some((r) => r.endpoint_id === row.endpoint_id)) this.claimWanted = true;
+        this.wakeUp?.();
+      });
+      this.inFlight.set(row.id, { endpoint: row.endpoint_id, workspace: row.workspace_id, done });
+    }
+  }
+
+  /**
+   * Claims due deliveries, up to twice what may run at once (per endpoint, per workspace, in all):
+   * the second half waits here and starts the moment an attempt ends, and one claim serves
+   * several attempts. Answers how many were claimed.
+   */
+  private async claim(): Promise<number> {
     const { store } = this.options;
     const now = new Date().toISOString();
-    // At most `perEndpoint` due deliveries of each endpoint, oldest first, each endpoint read on its
+    const perEndpointLimit = 2 * this.perEndpoint;
+    // At most that many due deliveries of each endpoint, oldest first, each endpoint read on its
     // own index range: a backlog of one endpoint never hides another's due deliveries, and the
     // cost of a claim does not grow with the backlog.
     const due = (columns: string) => sql`
         select ${sql.raw(columns)} from webhook_deliveries x
         where x.endpoint_id = e.id and x.status = 'pending' and x.next_attempt_at <= ${now}
           and (x.lease_expires_at is null or x.lease_expires_at < ${now})
-        order by x.next_attempt_at, x.id limit ${this.perEndpoint}`;
-    const scan = Math.max(this.concurrency * 2, 100);
+        order by x.next_attempt_at, x.id limit ${perEndpointLimit}`;
+    const scan = Math.max(this.concurrency * 4, 100);
     // PostgreSQL joins laterally (one index range per endpoint); SQLite, which has no LATERAL,
     // runs the correlated subquery once per endpoint.
     const candidates = await (store.dialect === 'postgres'
@@ -207,23 +277,22 @@ export class WebhookDispatcher {
     ).execute(store.db);
     const perEndpoint = new Map<string, number>();
     const perWorkspace = new Map<string, number>();
-    for (const f of this.inFlight.values()) {
-      perEndpoint.set(f.endpoint, (perEndpoint.get(f.endpoint) ?? 0) + 1);
-      perWorkspace.set(f.workspace, (perWorkspace.get(f.workspace) ?? 0) + 1);
-    }
     const chosen: string[] = [];
     for (const c of candidates.rows) {
-      if (this.inFlight.size + chosen.length >= this.concurrency) break;
-      const e = perEndpoint.get(c.endpoint_id) ?? 0;
-      const w = perWorkspace.get(c.workspace_id) ?? 0;
-      if (e >= this.perEndpoint || w >= this.perWorkspace) continue;
+      if (this.heldTotal() + chosen.length >= 2 * this.concurrency) break;
+      const e = perEndpoint.get(c.endpoint_id) ?? this.held('endpoint_id', c.endpoint_id);
+      const w = perWorkspace.get(c.workspace_id) ?? this.held('workspace_id', c.workspace_id);
+      perEndpoint.set(c.endpoint_id, e);
+      perWorkspace.set(c.workspace_id, w);
+      if (e >= perEndpointLimit || w >= 2 * this.perWorkspace) continue;
       perEndpoint.set(c.endpoint_id, e + 1);
       perWorkspace.set(c.workspace_id, w + 1);
       chosen.push(c.id);
     }
     if (chosen.length === 0) return 0;
     // Taken only if still due and unleased: another worker may have claimed some meanwhile.
-    const lease = new Date(Date.now() + this.leaseMs).toISOString();
+    const claimedAt = Date.now();
+    const lease = new Date(claimedAt + this.leaseMs).toISOString();
     const taken = await store.db
       .updateTable('webhook_deliveries')
       .set({ lease_owner: this.owner, lease_expires_at: lease })
@@ -240,36 +309,35 @@ export class WebhookDispatcher {
       .select(['d.id', 'd.workspace_id', 'd.endpoint_id', 'd.event_id', 'd.manual', 'd.scheduled_attempts', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_expires_at', 'e.enabled', 'e.failing_since', 'v.payload'])
       .where('d.id', 'in', taken.map((t) => t.id))
       .where('d.lease_owner', '=', this.owner)
+      .orderBy('d.next_attempt_at')
+      .orderBy('d.id')
       .execute()) as Claimed[];
-    for (const row of rows) {
-      const done = this.deliver(row).finally(() => {
-        this.inFlight.delete(row.id);
-        this.wake();
-      });
-      this.inFlight.set(row.id, { endpoint: row.endpoint_id, workspace: row.workspace_id, done });
-    }
+    for (const row of rows) this.ready.push({ ...row, claimedAt });
     return rows.length;
   }
 
+  /** One attempt and its outcome, written in the background (the slot is free as soon as the attempt ends). */
   private async deliver(row: Claimed): Promise<void> {
-    const { log } = this.options;
-    try {
-      let outcome: AttemptOutcome;
-      if (!Number(row.enabled) && !Number(row.manual)) {
-        outcome = { at: new Date().toISOString(), durationMs: 0, responseStatus: null, responseBody: null, error: 'not sent: the endpoint is disabled' };
-      } else {
-        outcome = await this.attempt(row);
-      }
-      if (this.stopAll.signal.aborted && outcome.responseStatus === null) {
-        // Cut off by a stop: not the receiver's failure. Back to the queue as it was.
-        await this.options.store.db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', row.id).where('lease_owner', '=', this.owner).execute();
-        return;
-      }
-      await this.record(row, outcome);
-    } catch (error) {
-      // The lease runs out and the delivery is attempted again.
-      log.error({ err: error, delivery: row.id }, 'webhook delivery could not be recorded');
+    let outcome: AttemptOutcome;
+    if (!Number(row.enabled) && !Number(row.manual)) {
+      outcome = { at: new Date().toISOString(), durationMs: 0, responseStatus: null, responseBody: null, error: 'not sent: the endpoint is disabled' };
+    } else {
+      outcome = await this.attempt(row);
     }
+    if (this.stopAll.signal.aborted && outcome.responseStatus === null) {
+      // Cut off by a stop: not the receiver's failure. Back to the queue as it was.
+      const release = this.options.store.db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', row.id).where('lease_owner', '=', this.owner).execute();
+      this.track(release.then(() => {}));
+      return;
+    }
+    // If it cannot be written, the lease runs out and the delivery is attempted again.
+    this.track(this.record(row, outcome));
+  }
+
+  /** Writes still under way (`stop` waits for them). */
+  private track(write: Promise<void>): void {
+    const tracked = write.catch((error: unknown) => this.options.log.error({ err: error }, 'webhook delivery could not be recorded')).finally(() => this.writes.delete(tracked));
+    this.writes.add(tracked);
   }
 
   /** One signed POST of the event's payload; never throws. */
@@ -331,10 +399,13 @@ export class WebhookDispatcher {
   private scheduleFlush(): void {
     if (this.flushing || this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    // Outcomes of a few milliseconds share a commit (at most 100 of them, at once when 32 wait).
+    const go = () => {
       this.flushScheduled = false;
       this.flush();
-    });
+    };
+    if (this.outcomes.length >= 32) setImmediate(go);
+    else setTimeout(go, FLUSH_GATHER_MS);
   }
 
   private flush(): void {
