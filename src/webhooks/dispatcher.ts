@@ -163,10 +163,12 @@ export class WebhookDispatcher {
 
   private async run(): Promise<void> {
     const { log } = this.options;
+    // Holding this many (running and waiting), it claims no more until some finish.
+    const full = () => this.heldTotal() >= 2 * this.concurrency;
     while (this.running) {
       this.startReady();
       let claimed = 0;
-      if (this.claimWanted && this.heldTotal() < 2 * this.concurrency) {
+      if (this.claimWanted && !full()) {
         this.claimWanted = false;
         try {
           claimed = await this.claim();
@@ -180,12 +182,10 @@ export class WebhookDispatcher {
         this.prune().catch((error: unknown) => log.warn({ err: error }, 'could not prune old webhook deliveries'));
       }
       if (!this.running) break;
-      // Something was claimed: more may be due at once.
-      if (claimed > 0) {
-        this.claimWanted = true;
-        continue;
-      }
-      if (this.claimWanted) continue;
+      // Something was claimed: more may be due at once. Or a claim was asked for meanwhile.
+      if (claimed > 0) this.claimWanted = true;
+      if (this.claimWanted && !full()) continue;
+      // Else wait for the poll, a finished attempt or something queued (never a busy loop).
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           this.claimWanted = true;

@@ -83,7 +83,7 @@ describe(`webhook endpoints API (${TEST_DB})`, () => {
     await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a', events: [] }), 400, 'validation_failed', /events/);
     await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a' }), 400, 'validation_failed', /events: is required/);
     await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a', events: ['*'], colour: 'red' }), 400, 'validation_failed', /colour: unknown key/);
-    await fails(send('PUT', '/webhooks/00000000-0000-7000-8000-000000000000', {}), 400, 'validation_failed');
+    await fails(send('PUT', '/webhooks/00000000-0000-7000-8000-000000000000', {}), 404, 'not_found');
     const all = await ok(send('POST', '/webhooks', { url: 'https://hooks.example.test/all', events: ['*', '*'], enabled: false }), 201);
     assert.deepEqual(all.events, ['*']);
     assert.equal(all.enabled, false);

@@ -38,7 +38,7 @@ export const CreateWebhookBody = Type.Object(
 
 export const UpdateWebhookBody = Type.Object(
   { url: Type.Optional(Url), events: Type.Optional(Events), description: Type.Optional(Description), enabled: Type.Optional(Type.Boolean()) },
-  { additionalProperties: false, minProperties: 1 },
+  { additionalProperties: false },
 );
 
 export const NoBody = Type.Object({}, { additionalProperties: false });
