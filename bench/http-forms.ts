@@ -56,8 +56,8 @@ async function main(): Promise<void> {
   const store = createStore({ databaseUrl: null, sqlitePath: path.join(dataDir, 'formsign.sqlite') });
   await migrate(store);
   const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['forms:read'], expiresAt: null });
-  for (let i = 0; i < 1000; i++) await createForm(store.db, info.workspaceId, { title: `Filler ${i}` });
-  const form = await createForm(store.db, info.workspaceId, { title: 'Benchmarked form', description: 'x', settings: { a: 1 } });
+  for (let i = 0; i < 1000; i++) await createForm(store.db, info.workspaceId, { title: `Filler ${i}` }, new Date().toISOString());
+  const form = await createForm(store.db, info.workspaceId, { title: 'Benchmarked form', description: 'x', settings: { a: 1 } }, new Date().toISOString());
   await store.close();
 
   let redisUp = false;

@@ -13,7 +13,8 @@ import { DiskBlobStore } from '../src/blobs/disk.js';
 import { PdfAnalyzer } from '../src/files/pdf.js';
 import { MemoryRateLimiter } from '../src/limits/memory.js';
 import { createStore } from '../src/store/db.js';
-import { createForm, nextStamp } from '../src/store/forms.js';
+import { createForm } from '../src/store/forms.js';
+import { nextStamp } from '../src/store/live.js';
 import { createKey } from '../src/store/keys.js';
 import { migrate } from '../src/store/migrations.js';
 import { compileLogic, decideVisibility, evaluateLogic, findCycle } from '../src/domain/logic.js';
@@ -94,7 +95,7 @@ const large = results[results.length - 1]!;
   const store = createStore({ databaseUrl: null, sqlitePath: path.join(dataDir, 'formsign.sqlite') });
   await migrate(store);
   const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['forms:read'], expiresAt: null });
-  const created = await createForm(store.db, info.workspaceId, { title: 'Large form' });
+  const created = await createForm(store.db, info.workspaceId, { title: 'Large form' }, new Date().toISOString());
   const { form, answers } = makeForm(1);
   const idOf = await insertFormContent(store, created.id, form);
   const app = await buildApp({

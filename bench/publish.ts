@@ -33,7 +33,7 @@ const app = await buildApp({
 try {
   const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['forms:read', 'forms:write', 'revisions:read'], expiresAt: null });
   const headers = { authorization: `Bearer ${key}` };
-  const created = await createForm(store.db, info.workspaceId, { title: 'Large form' });
+  const created = await createForm(store.db, info.workspaceId, { title: 'Large form' }, new Date().toISOString());
   const fixture = makeForm(1);
   const idOf = await insertFormContent(store, created.id, fixture.form);
   const answers = Object.fromEntries(Object.entries(fixture.answers).map(([k, v]) => [idOf(k), v]));

@@ -23,7 +23,7 @@ import { newId } from '../src/domain/ids.js';
 import { LIMITS } from '../src/domain/limits.js';
 import { createStore } from '../src/store/db.js';
 import { formBytes } from '../src/store/form-content.js';
-import { nextStamp } from '../src/store/forms.js';
+import { nextStamp } from '../src/store/live.js';
 import { median } from './lib.js';
 import { BENCH_DB, printReport, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 

@@ -101,7 +101,7 @@ export async function startServer(options: StartOptions = {}): Promise<StallServ
   const workspaceB = 'bystander';
   const a = await createKey(store.db, { workspace: workspaceA, name: 'bench A', grants, expiresAt: null });
   const b = await createKey(store.db, { workspace: workspaceB, name: 'bench B', grants, expiresAt: null });
-  await createForm(store.db, b.info.workspaceId, { title: 'Bystander form' });
+  await createForm(store.db, b.info.workspaceId, { title: 'Bystander form' }, new Date().toISOString());
   await store.close();
 
   const port = await freePort();

@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   const store = createStore({ databaseUrl: null, sqlitePath: path.join(dataDir, 'formsign.sqlite') });
   await migrate(store);
   const { key, info } = await createKey(store.db, { workspace: 'bench', name: 'bench', grants: ['documents:write', 'forms:read'], expiresAt: null });
-  const form = await createForm(store.db, info.workspaceId, { title: 'Probe' });
+  const form = await createForm(store.db, info.workspaceId, { title: 'Probe' }, new Date().toISOString());
   await store.close();
   console.log(`upload of a ${(size / 1e6).toFixed(1)} MB PDF, ${ROUNDS} rounds, Node ${process.version}, ${os.cpus().length} cores`);
 

@@ -74,7 +74,7 @@ async function latencyPart(): Promise<void> {
   const store = createStore({ databaseUrl: DATABASE_URL, sqlitePath: path.join(dataDir, 'formsign.sqlite') });
   await migrate(store);
   const { key, info } = await createKey(store.db, { workspace: 'bench-reader', name: 'bench', grants: ['forms:read'], expiresAt: null });
-  const form = await createForm(store.db, info.workspaceId, { title: 'Benchmarked form', description: 'x', settings: { a: 1 } });
+  const form = await createForm(store.db, info.workspaceId, { title: 'Benchmarked form', description: 'x', settings: { a: 1 } }, new Date().toISOString());
   const slow = await startReceiver(2000);
   // Receivers in 50 workspaces: deliveries spread over them as a real deployment's would.
   const workspaces: string[] = [];

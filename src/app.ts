@@ -8,16 +8,21 @@ import { AppError } from './domain/errors.js';
 import { camelizeBody } from './http/casing.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
+import type { RouteDeps } from './http/route-deps.js';
 import { contentRoutes } from './http/routes/content.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
 import { revisionRoutes } from './http/routes/revisions.js';
-import { parseJobRoutes, type ParseJobDeps } from './http/routes/parse-jobs.js';
+import { parseJobRoutes } from './http/routes/parse-jobs.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
-import type { LookupFn, OutboundPolicy } from './webhooks/safety.js';
-import { JobQueue } from './jobs/queue.js';
+import { DEFAULT_QUEUE_OPTIONS, JobQueue } from './jobs/queue.js';
+import { parseJobSettled } from './services/parse-jobs/events.js';
+import type { WebhookDeps } from './services/deps.js';
 import { operationRoutes } from './http/routes/operations.js';
+import { systemClock, type Clock } from './domain/clock.js';
+import { createCaches } from './services/caches.js';
+import type { ParseJobDeps } from './services/deps.js';
 import { ErrorEnvelope } from './http/schemas/common.js';
 import { makeValidatorCompiler } from './http/validation.js';
 import './http/types.js';
@@ -41,8 +46,8 @@ export interface AppDeps {
   maxUploadBytes: number;
   logLevel?: LogLevel;
   trustProxy?: false | number | string;
-  /** The clock, in epoch milliseconds; tests pin it. */
-  now?: () => number;
+  /** The one clock (default: the system's); tests set it. */
+  clock?: Clock;
   /** How long a verified key is remembered (default 5 s); a revocation empties the memory at once. */
   keyCacheTtlMs?: number;
   /** Bytes of revision snapshots one workspace may store (default `DEFAULT_REVISION_BYTES`, 1 GiB). */
@@ -55,7 +60,7 @@ export interface AppDeps {
    * Webhooks: what receivers may be (default: https and public addresses only), name resolution
    * (tests), and this process's dispatcher to wake when a test event or redelivery is queued.
    */
-  webhooks?: { policy: OutboundPolicy; lookup?: LookupFn; wake?: () => void };
+  webhooks?: Partial<WebhookDeps>;
 }
 
 export type { HttpLimits };
@@ -98,7 +103,8 @@ function trustHops(hops: number) {
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const now = deps.now ?? Date.now;
+  const clock = deps.clock ?? systemClock;
+  const now = () => clock.now();
   let shuttingDown = false;
 
   const keys = createKeyVerifier(deps.store.db, deps.keyCacheTtlMs ?? DEFAULT_KEY_CACHE_TTL_MS, (invalidate) => deps.store.watchKeyChanges(invalidate));
@@ -237,14 +243,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(multipart, { throwFileSizeLimit: true });
 
   app.get(`${API_PREFIX}/openapi.json`, { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
-  operationRoutes(app, deps.store);
-  formRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
-  contentRoutes(app, deps.store);
-  documentRoutes(app, { ...deps, uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }) });
-  fieldRoutes(app, deps.store);
-  revisionRoutes(app, deps.store, deps.revisionBytesPerWorkspace);
-  parseJobRoutes(app, deps.store, deps.jobs ?? { queue: new JobQueue(deps.store), wake: () => {}, aiConfigured: false });
-  webhookRoutes(app, { store: deps.store, policy: { allowHttp: false, allowPrivate: false }, ...deps.webhooks });
+  // One dependencies object for every route module and every use case (src/services/).
+  const routeDeps: RouteDeps = {
+    store: deps.store,
+    blobs: deps.blobs,
+    pdf: deps.pdf,
+    libreOffice: deps.libreOffice,
+    clock,
+    maxUploadBytes: deps.maxUploadBytes,
+    revisionBytesPerWorkspace: deps.revisionBytesPerWorkspace,
+    jobs: deps.jobs ?? { queue: new JobQueue(deps.store, { ...DEFAULT_QUEUE_OPTIONS, now, settled: parseJobSettled }), wake: () => {}, aiConfigured: false },
+    webhooks: { policy: { allowHttp: false, allowPrivate: false }, wake: () => {}, ...deps.webhooks },
+    caches: createCaches(),
+    uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }),
+  };
+  // Every route module is registered the same way: `routes(scope, routeDeps)`, its paths literal
+  // under the prefix (`grep "revisions/:version" src/http/routes` finds the route).
+  await app.register(async (scope) => operationRoutes(scope, routeDeps));
+  for (const routes of [formRoutes, contentRoutes, documentRoutes, fieldRoutes, revisionRoutes, parseJobRoutes, webhookRoutes]) {
+    await app.register(async (scope) => routes(scope, routeDeps), { prefix: API_PREFIX });
+  }
 
   return app;
 }

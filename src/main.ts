@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { systemClock } from './domain/clock.js';
 import { allGrantSpellings, normalizeGrant, type Permission } from './domain/grants.js';
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
@@ -12,7 +13,7 @@ import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
 import { PdfAnalyzer } from './files/pdf.js';
 import { createStore, type Store } from './store/db.js';
 import { removeUnreferencedBlobs } from './store/blob-locks.js';
-import { referencedBlobs } from './store/documents.js';
+import { referencedBlobs } from './store/blob-locks.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
 import type { WorkerLog } from './jobs/worker.js';
@@ -88,13 +89,16 @@ async function serve(config: Config, args: string[]): Promise<void> {
   // Loaded here so that the key commands start quickly without the HTTP stack.
   const { buildApp } = await import('./app.js');
   const blobs = new DiskBlobStore(config.dataDir);
-  const swept = await sweepBlobs(blobs, () => referencedBlobs(store.db), store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS);
+  const clock = systemClock;
+  const swept = await sweepBlobs(blobs, () => referencedBlobs(store.db), store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now());
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
+  const { parseJobSettled } = await import('./services/parse-jobs/events.js');
+  // Its final states record the parse job's webhook event in the same transaction.
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now(), settled: parseJobSettled });
   let worker: InstanceType<typeof ParseWorker> | null = null;
   let dispatcher: WebhookDispatcher | null = null;
   const app = await buildApp({
@@ -108,11 +112,12 @@ async function serve(config: Config, args: string[]): Promise<void> {
     logLevel: config.logLevel,
     trustProxy: config.trustProxy,
     http: config.http,
+    clock,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
-    webhooks: { policy: config.webhooks, wake: () => dispatcher?.wake() },
+    webhooks: { policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivate }, wake: () => dispatcher?.wake() },
   });
   if (!flags['no-worker']) {
-    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config) });
+    worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config), clock });
     worker.start();
     dispatcher = await startDispatcher(config, store, app.log);
   }
@@ -120,7 +125,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
   if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
     const recheck = async (sha256: string) => (await removeUnreferencedBlobs(store, blobs, [sha256])).length > 0;
-    sweepBlobs(blobs, () => referencedBlobs(store.db), BLOB_SWEEP_GRACE_MS, Date.now(), recheck).then(
+    sweepBlobs(blobs, () => referencedBlobs(store.db), BLOB_SWEEP_GRACE_MS, clock.now(), recheck).then(
       (result) => (result.temps || result.blobs) && app.log.info(result, 'removed unreferenced files'),
       (error: unknown) => app.log.warn({ err: error }, 'periodic sweep of stored files failed'),
     );
@@ -179,9 +184,12 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const log = createLogger(config.logLevel, { base: { pid: process.pid, role: 'worker' } });
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs });
+  const clock = systemClock;
+  const { parseJobSettled } = await import('./services/parse-jobs/events.js');
+  // Its final states record the parse job's webhook event in the same transaction.
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now(), settled: parseJobSettled });
   const blobs = new DiskBlobStore(config.dataDir);
-  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config) }));
+  const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config), clock }));
   for (const w of all) w.start();
   const dispatcher = await startDispatcher(config, store, log);
   log.info({ workers: all.map((w) => w.owner), webhooks: dispatcher.owner, database: store.dialect }, 'parse-job workers and webhook deliveries started');
@@ -246,7 +254,7 @@ async function keys(config: Config, args: string[]): Promise<void> {
     if (name.length === 0 || name.length > 100) throw new UsageError('--name must be 1–100 characters');
     if (values.grants === undefined) throw new UsageError('--grants is required, e.g. --grants forms:read,forms:write');
     const grants = parseGrants(values.grants);
-    const expiresAt = parseExpiry(values.expires, new Date());
+    const expiresAt = parseExpiry(values.expires, new Date(systemClock.now()));
     const { key, info } = await withStore(config, (store) => createKey(store.db, { workspace, name, grants, expiresAt }));
     if (values.json) {
       console.log(JSON.stringify({ id: info.id, key, workspace, grants, expiresAt }));

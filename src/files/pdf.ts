@@ -39,7 +39,7 @@ export const PDF_ANALYSIS_DEFAULTS = {
  * answers 422, and the next file is read by a new helper as if nothing had happened.
  */
 /** How long a new helper may take to load its modules before the file waiting for it fails. */
-const START_TIMEOUT_MS = 30_000;
+const START_TIMEOUT_MS = 60_000;
 
 interface Helper {
   process: ChildProcess;

@@ -9,3 +9,5 @@ export function pathId(kind: string, id: string): string {
   if (!isId(id)) throw notFound(kind);
   return id;
 }
+
+export const documentId = (id: string): string => pathId('Document', id);

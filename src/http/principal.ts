@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
+import type { Principal } from '../store/keys.js';
 
 /** The workspace of the key behind an authenticated request. */
 export function workspaceOf(request: FastifyRequest): string {
@@ -7,8 +8,8 @@ export function workspaceOf(request: FastifyRequest): string {
   return request.principal.workspaceId;
 }
 
-/** The id of the API key behind an authenticated request (revisions record who published). */
-export function keyIdOf(request: FastifyRequest): string {
+/** Who is asking (the verified key), as the services take it. */
+export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new AppError('missing_api_key', 'Send your API key in the header "Authorization: Bearer <API key>".');
-  return request.principal.keyId;
+  return request.principal;
 }

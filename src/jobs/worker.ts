@@ -5,10 +5,12 @@ import type { BlobStore } from '../blobs/store.js';
 import type { AiConfig } from '../detect/ai.js';
 import { DetectionError, detectInProcess, type RunOptions } from '../detect/runner.js';
 import type { DetectionResult } from '../detect/types.js';
+import { systemClock, type Clock } from '../domain/clock.js';
+import { completionOf } from '../services/parse-jobs/complete.js';
+import type { ParseParams } from '../services/parse-jobs/params.js';
 import type { Store } from '../store/db.js';
-import { completionOf, PARSE_JOB, type ParseParams } from '../store/parse-jobs.js';
+import { documentOfJob, lockDocumentOfJob, PARSE_JOB } from '../store/parse-jobs.js';
 import type { Database, JobRow } from '../store/schema.js';
-import { forUpdate } from '../store/tx.js';
 import type { JobError, JobQueue } from './queue.js';
 
 export interface WorkerLog {
@@ -32,6 +34,8 @@ export interface WorkerOptions {
   ai?: AiConfig | null;
   /** Least time between two progress writes of a running job (default 500 ms). */
   progressIntervalMs?: number;
+  /** The clock of what completing writes (default: the system's). */
+  clock?: Clock;
 }
 
 /**
@@ -211,10 +215,9 @@ export class ParseWorker {
       }
       // The document's row first, as every field edit and a permanent delete take it (else
       // PostgreSQL could deadlock a completion against a delete of the same document).
-      const lockDocument = async (trx: Transaction<Database>) => {
-        await forUpdate(trx.selectFrom('documents').select('id').where('id', '=', job.document_id), store.dialect).execute();
-      };
-      const completed = await queue.complete(job.id, this.owner, (trx, held) => completionOf(trx, store, held, result), lockDocument);
+      const lockDocument = (trx: Transaction<Database>) => lockDocumentOfJob(trx, store.dialect, job.document_id);
+      const clock = this.options.clock ?? systemClock;
+      const completed = await queue.complete(job.id, this.owner, (trx, held) => completionOf({ store, clock }, trx, held, result), lockDocument);
       log.info({ job: job.id, ms: Date.now() - started, fields: result.fields.length, completed }, completed ? 'parse job completed' : 'parse job lost its lease before completing');
     } catch (error) {
       if (signal.aborted && !lost) {
@@ -239,7 +242,7 @@ export class ParseWorker {
 
   /** The PDF to read: the document's own, or the PDF rendition of a DOCX. */
   private async input(job: JobRow): Promise<{ bytes: Uint8Array } | JobError> {
-    const document = await this.options.store.db.selectFrom('documents').selectAll().where('id', '=', job.document_id).executeTakeFirst();
+    const document = await documentOfJob(this.options.store.db, job.document_id);
     if (!document || document.deleted_at !== null) return final('document_deleted', 'the document was deleted before the job ran');
     const hash = document.file_type === 'pdf' ? document.sha256 : document.rendition_sha256;
     if (!hash) {

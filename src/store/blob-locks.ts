@@ -1,8 +1,7 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { HashLocks } from '../blobs/locks.js';
 import type { BlobStore } from '../blobs/store.js';
 import type { Store } from './db.js';
-import { unreferenced } from './documents.js';
 import type { Database } from './schema.js';
 
 const local = new HashLocks();
@@ -62,4 +61,32 @@ export async function removeUnreferencedBlobs(store: Store, blobs: BlobStore, ha
     });
   }
   return local.with(sorted, () => remove(store.db));
+}
+
+/** The hashes among `hashes` that no document and no document revision refers to any more. */
+export async function unreferenced(db: Kysely<Database>, hashes: string[]): Promise<string[]> {
+  if (hashes.length === 0) return [];
+  const inUse = new Set<string | null>();
+  for (const table of ['documents', 'document_revisions'] as const) {
+    const used = await db
+      .selectFrom(table)
+      .select(['sha256', 'rendition_sha256'])
+      .where((eb) => eb.or([eb('sha256', 'in', hashes), eb('rendition_sha256', 'in', hashes)]))
+      .execute();
+    for (const r of used) inUse.add(r.sha256).add(r.rendition_sha256);
+  }
+  return hashes.filter((h) => !inUse.has(h));
+}
+
+/** Every blob hash a row refers to: documents and the revisions that keep files (for the start-up sweep). */
+export async function referencedBlobs(db: Kysely<Database>): Promise<Set<string>> {
+  const referenced = new Set<string>();
+  for (const table of ['documents', 'document_revisions'] as const) {
+    const rows = await db.selectFrom(table).select(['sha256', 'rendition_sha256']).execute();
+    for (const r of rows) {
+      referenced.add(r.sha256);
+      if (r.rendition_sha256 !== null) referenced.add(r.rendition_sha256);
+    }
+  }
+  return referenced;
 }

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { KEY_CHANNEL, type ChangeWatch, type Store } from './db.js';
 import { generateKey, hashKey, keyPrefix, looksLikeKey, sameHash } from '../domain/keys.js';
 import { newId } from '../domain/ids.js';
+import { isoNow, systemClock, type Clock } from '../domain/clock.js';
 import type { Permission } from '../domain/grants.js';
 import type { Database, ApiKeyRow } from './schema.js';
 import { preparedQuery } from './prepared.js';
@@ -99,13 +100,13 @@ export async function listKeys(db: Kysely<Database>): Promise<ApiKeyInfo[]> {
  * Every running server stops accepting the key at once: on PostgreSQL the revocation is
  * announced on `KEY_CHANNEL` when it commits; on SQLite the servers see the file change.
  */
-export async function revokeKey(store: Store, id: string): Promise<boolean> {
+export async function revokeKey(store: Store, id: string, clock: Clock = systemClock): Promise<boolean> {
   const found = await store.db.transaction().execute(async (trx) => {
     const found = await trx.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst();
     if (!found) return false;
     await trx
       .updateTable('api_keys')
-      .set({ revoked_at: new Date().toISOString() })
+      .set({ revoked_at: isoNow(clock) })
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .execute();

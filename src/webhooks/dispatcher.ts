@@ -3,7 +3,6 @@ import os from 'node:os';
 import { sql, type Transaction } from 'kysely';
 import { Agent, request } from 'undici';
 import { newId } from '../domain/ids.js';
-import type { WorkerLog } from '../jobs/worker.js';
 import type { Store } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import { checkedLookup, checkUrlShape, UnsafeTargetError, type LookupFn, type OutboundPolicy } from './safety.js';
@@ -21,9 +20,16 @@ const FLUSH_GATHER_MS = 5;
 /** Finished deliveries, their attempts and events are kept this long. */
 export const RETENTION_MS = 30 * 86_400_000;
 
+/** Where the dispatcher logs (pino's logger fits). */
+export interface DispatcherLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
 export interface DispatcherOptions {
   store: Store;
-  log: WorkerLog;
+  log: DispatcherLog;
   policy: OutboundPolicy;
   /** One attempt, connection to last byte read (default 10 s). */
   timeoutMs?: number;

@@ -7,7 +7,7 @@ import { DiskBlobStore } from '../../src/blobs/disk.js';
 import type { TempBlob } from '../../src/blobs/store.js';
 import { sweepBlobs } from '../../src/blobs/sweep.js';
 import { removeUnreferencedBlobs } from '../../src/store/blob-locks.js';
-import { referencedBlobs } from '../../src/store/documents.js';
+import { referencedBlobs } from '../../src/store/blob-locks.js';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { filesUnder, makePdf, multipart } from '../helpers/files.js';
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { newId } from '../../src/domain/ids.js';
 import { LIMITS } from '../../src/domain/limits.js';
 import { formBytes } from '../../src/store/form-content.js';
-import { nextStamp } from '../../src/store/forms.js';
+import { nextStamp } from '../../src/store/live.js';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
 
 /**

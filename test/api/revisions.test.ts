@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sweepBlobs } from '../../src/blobs/sweep.js';
-import { referencedBlobs, unreferenced } from '../../src/store/documents.js';
+import { referencedBlobs, unreferenced } from '../../src/store/blob-locks.js';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { makePdf, multipart } from '../helpers/files.js';
-import { nextStamp } from '../../src/store/forms.js';
+import { nextStamp } from '../../src/store/live.js';
 
 const ALL = ['forms:read', 'forms:write', 'forms:delete', 'documents:read', 'documents:write', 'documents:delete', 'revisions:read'];
 const box = { pageNumber: 1, x: 0.1, y: 0.1, width: 0.2, height: 0.05 };

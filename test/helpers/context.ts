@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../../src/domain/clock.js';
 import type { AiConfig } from '../../src/detect/ai.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -18,6 +19,7 @@ import { DEFAULT_QUEUE_OPTIONS, JobQueue, type QueueOptions } from '../../src/jo
 import { ParseWorker, type WorkerOptions } from '../../src/jobs/worker.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
+import { parseJobSettled } from '../../src/services/parse-jobs/events.js';
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js';
 import type { LookupFn, OutboundPolicy } from '../../src/webhooks/safety.js';
 
@@ -109,6 +111,8 @@ export interface TestContext {
 export interface ContextOptions {
   rateLimit?: number;
   now?: () => number;
+  /** The service's one clock (default: the system's; `now` alone sets it too). */
+  clock?: Clock;
   database?: TestDatabase;
   limiter?: RateLimiter;
   keyCacheTtlMs?: number;
@@ -147,7 +151,8 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-data-'));
   const blobs = options.makeBlobs?.(dataDir) ?? new DiskBlobStore(dataDir);
   const pdf = new PdfAnalyzer();
-  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, ...options.queue });
+  const clock: Clock = options.clock ?? (options.now ? { now: options.now } : systemClock);
+  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), settled: parseJobSettled, ...options.queue });
   let worker: ParseWorker | null = null;
   let dispatcher: WebhookDispatcher | null = null;
   const policy = options.webhooks?.policy ?? { allowHttp: true, allowPrivate: true };
@@ -160,7 +165,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     maxUploadBytes: options.maxUploadBytes ?? 52_428_800,
     revisionBytesPerWorkspace: options.revisionBytesPerWorkspace,
     logLevel: (process.env.FORMSIGN_TEST_LOG as 'silent') ?? 'silent',
-    now: options.now,
+    clock,
     keyCacheTtlMs: options.keyCacheTtlMs,
     http: options.http,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
@@ -173,7 +178,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     dispatcher.start();
   }
   if (options.worker) {
-    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null });
+    worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null, clock });
     worker.start();
   }
   return {

@@ -4,7 +4,7 @@ import { newId } from '../../src/domain/ids.js';
 import { DetectionError } from '../../src/detect/runner.js';
 import { JobQueue } from '../../src/jobs/queue.js';
 import { ParseWorker } from '../../src/jobs/worker.js';
-import { toParseJob } from '../../src/store/parse-jobs.js';
+import { toParseJob } from '../../src/services/parse-jobs/view.js';
 import { bearer, createTestContext, createTestDatabase, TEST_DB, type TestContext, type TestDatabase } from '../helpers/context.js';
 import { makePdf, multipart } from '../helpers/files.js';
 

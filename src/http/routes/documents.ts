@@ -1,47 +1,23 @@
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
-import type { BlobStore, TempBlob } from '../../blobs/store.js';
+import type { TempBlob } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
-import { newId } from '../../domain/ids.js';
-import { analyzeUpload, MIME, UnsupportedFileType, type AnalyzeDeps } from '../../files/analyze.js';
+import { UnsupportedFileType } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
 import { QueueFull } from '../../files/fair-queue.js';
-import { cleanup as cleanupRendition } from '../../files/libreoffice.js';
-import { removeUnreferencedBlobs, withCommittedBlobs } from '../../store/blob-locks.js';
-import type { Store } from '../../store/db.js';
-import { pathId } from '../params.js';
-import type { UploadSlots } from '../slow-clients.js';
-import {
-  deleteDocument,
-  getDocumentRow,
-  insertDocument,
-  listDocuments,
-  listFields,
-  toDocument,
-  updateDocument,
-} from '../../store/documents.js';
+import { deleteDocument } from '../../services/delete-document.js';
+import { updateDocument } from '../../services/update-document.js';
+import { hashingCounter, uploadDocument, type ReceivedUpload } from '../../services/upload-document.js';
+import { getDocumentRow, listDocuments, toDocument } from '../../store/documents.js';
+import { listFields } from '../../store/fields.js';
+import { documentId } from '../params.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
-import { keyIdOf, workspaceOf } from '../principal.js';
-import { Deleted, Ok, OkList, responses } from '../schemas/common.js';
+import { principalOf, workspaceOf } from '../principal.js';
+import type { RouteDeps } from '../route-deps.js';
+import { DeleteQuery, Deleted, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
 import { DocumentParams, DocumentSchema, DocumentWithFields, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
-import { DeleteQuery, NoQuery } from '../schemas/forms.js';
-
-export interface DocumentRouteDeps extends AnalyzeDeps {
-  store: Store;
-  blobs: BlobStore;
-  maxUploadBytes: number;
-  /** Bytes of revision snapshots one workspace may store (see `PublishOptions.budgetBytes`). */
-  revisionBytesPerWorkspace?: number;
-  uploads: UploadSlots;
-}
-
-
-export const documentId = (id: string): string => pathId('Document', id);
 
 /** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
 export function cleanFilename(raw: string | undefined): string {
@@ -57,26 +33,6 @@ export function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
-}
-
-function hashingCounter() {
-  const hash = crypto.createHash('sha256');
-  let bytes = 0;
-  const stream = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      callback(null, chunk);
-    },
-  });
-  return { stream, digest: () => hash.digest('hex'), bytes: () => bytes };
-}
-
-interface ReceivedUpload {
-  filename: string;
-  title: string | undefined;
-  sha256: string;
-  sizeBytes: number;
 }
 
 /**
@@ -133,34 +89,12 @@ function fileTooLarge(maxBytes: number): AppError {
   return new AppError('file_too_large', `The file is larger than ${maxBytes} bytes, the most this service accepts.`);
 }
 
-function checkTitle(title: string | undefined): string | undefined {
-  if (title === undefined) return undefined;
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(title)) throw invalid('title', 'must not contain control characters');
-  const trimmed = title.trim();
-  if (trimmed.length === 0) throw invalid('title', 'must not be blank');
-  if ([...trimmed].length > 200) throw invalid('title', 'must be at most 200 characters long');
-  return trimmed;
-}
-
-/** Hashes `file` into a new temporary blob (a LibreOffice rendition, made outside the blob store). */
-async function copyIntoTemp(blobs: BlobStore, file: string): Promise<{ temp: TempBlob; sha256: string }> {
-  const temp = await blobs.createTemp();
-  const counter = hashingCounter();
-  try {
-    await pipeline(fs.createReadStream(file), counter.stream, temp.stream());
-  } catch (error) {
-    await temp.discard();
-    throw error;
-  }
-  return { temp, sha256: counter.digest() };
-}
-
-export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): void {
+/** Documents: upload, list, read, download, update (title, status), delete. */
+export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { store, blobs } = deps;
   const tags = ['Documents'];
 
-  app.post('/api/v1/documents', {
+  app.post('/documents', {
     config: { grants: ['documents:write'] },
     schema: {
       tags,
@@ -173,11 +107,13 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
       if (!request.isMultipart()) {
         throw new AppError('unsupported_media_type', 'Upload the document as multipart/form-data with a part named "file".');
       }
-      const workspaceId = workspaceOf(request);
+      const principal = principalOf(request);
       let release: (() => void) | null = null;
       try {
-        release = deps.uploads.acquire(workspaceId);
-        return await storeUpload(request, reply, workspaceId);
+        release = deps.uploads.acquire(principal.workspaceId);
+        const document = await uploadDocument(deps, principal, { receive: (temp) => receive(request, temp, deps.maxUploadBytes) });
+        reply.code(201).header('location', `/api/v1/documents/${document.id}`);
+        return { success: true, data: document };
       } catch (error) {
         // The rest of a refused upload is not read: the connection cannot be used again.
         reply.header('connection', 'close');
@@ -188,72 +124,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     },
   });
 
-  async function storeUpload(request: FastifyRequest, reply: FastifyReply, workspaceId: string) {
-    const temp = await blobs.createTemp();
-    let rendition: { temp: TempBlob; sha256: string } | null = null;
-    let renditionPath: string | null = null;
-    try {
-      const upload = await receive(request, temp, deps.maxUploadBytes);
-      const title = checkTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
-      const analysis = await analyzeUpload(temp.path, deps, workspaceId);
-      renditionPath = analysis.renditionPath;
-      if (renditionPath) rendition = await copyIntoTemp(blobs, renditionPath);
-
-      // Files first, then the row, in one section that owns these hashes (the database's write
-      // lock is taken only for the row): a crash in between leaves only unreferenced blobs, which
-      // the sweeps remove; never a row without its file.
-      const hashes = rendition ? [upload.sha256, rendition.sha256] : [upload.sha256];
-      const now = new Date().toISOString();
-      const row = {
-        id: newId(),
-        workspace_id: workspaceId,
-        title,
-        status: 'draft',
-        original_filename: upload.filename,
-        file_type: analysis.fileType,
-        mime_type: MIME[analysis.fileType],
-        size_bytes: upload.sizeBytes,
-        sha256: upload.sha256,
-        rendition_sha256: rendition?.sha256 ?? null,
-        page_source: analysis.pageSource,
-        page_count: analysis.pageCount,
-        page_dimensions: JSON.stringify(analysis.pageDimensions),
-        current_version: null,
-        has_unpublished_changes: 1,
-        deleted_at: null,
-        created_at: now,
-        updated_at: now,
-      };
-      let document;
-      try {
-        document = await withCommittedBlobs(
-          store,
-          hashes,
-          async () => {
-            await blobs.commit(temp, upload.sha256);
-            if (rendition) await blobs.commit(rendition.temp, rendition.sha256);
-          },
-          (trx) => insertDocument(trx, row),
-        );
-      } catch (error) {
-        await removeUnreferenced(hashes).catch(() => {});
-        throw error;
-      }
-      reply.code(201).header('location', `/api/v1/documents/${document.id}`);
-      return { success: true, data: document };
-    } finally {
-      await temp.discard();
-      if (rendition) await rendition.temp.discard();
-      if (renditionPath) await cleanupRendition(renditionPath);
-    }
-  }
-
-  /** Removes the blobs among `hashes` that no row refers to any more. */
-  async function removeUnreferenced(hashes: string[]): Promise<void> {
-    await removeUnreferencedBlobs(store, blobs, hashes);
-  }
-
-  app.get<{ Querystring: Static<typeof ListDocumentsQuery> }>('/api/v1/documents', {
+  app.get<{ Querystring: Static<typeof ListDocumentsQuery> }>('/documents', {
     config: { grants: ['documents:read'] },
     schema: { tags, summary: 'List documents, newest first', querystring: ListDocumentsQuery, response: responses(200, OkList(DocumentSchema)) },
     handler: async (request) => {
@@ -263,7 +134,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     },
   });
 
-  app.get<{ Params: Static<typeof DocumentParams> }>('/api/v1/documents/:id', {
+  app.get<{ Params: Static<typeof DocumentParams> }>('/documents/:id', {
     config: { grants: ['documents:read'] },
     schema: { tags, summary: 'Get a document with its fields', params: DocumentParams, querystring: NoQuery, response: responses(200, Ok(DocumentWithFields)) },
     handler: async (request) => {
@@ -272,7 +143,7 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     },
   });
 
-  app.get<{ Params: Static<typeof DocumentParams> }>('/api/v1/documents/:id/file', {
+  app.get<{ Params: Static<typeof DocumentParams> }>('/documents/:id/file', {
     config: { grants: ['documents:read'] },
     schema: { tags, summary: 'Download the original file', params: DocumentParams, querystring: NoQuery },
     handler: async (request, reply) => {
@@ -293,28 +164,31 @@ export function documentRoutes(app: FastifyInstance, deps: DocumentRouteDeps): v
     },
   });
 
-  app.put<{ Params: Static<typeof DocumentParams>; Body: Static<typeof UpdateDocumentBody> }>('/api/v1/documents/:id', {
+  app.put<{ Params: Static<typeof DocumentParams>; Body: Static<typeof UpdateDocumentBody> }>('/documents/:id', {
     config: { grants: ['documents:write'] },
     schema: { tags, summary: 'Update title or status', params: DocumentParams, querystring: NoQuery, body: UpdateDocumentBody, response: responses(200, Ok(DocumentSchema)) },
     handler: async (request) => {
-      const id = documentId(request.params.id);
-      const document = await updateDocument(store, workspaceOf(request), id, {
-        title: checkTitle(request.body.title),
+      const document = await updateDocument(deps, principalOf(request), {
+        documentId: documentId(request.params.id),
+        title: request.body.title,
         status: request.body.status,
-      }, { keyId: keyIdOf(request), budgetBytes: deps.revisionBytesPerWorkspace });
+      });
       return { success: true, data: document };
     },
   });
 
-  app.delete<{ Params: Static<typeof DocumentParams>; Querystring: Static<typeof DeleteQuery> }>('/api/v1/documents/:id', {
+  app.delete<{ Params: Static<typeof DocumentParams>; Querystring: Static<typeof DeleteQuery> }>('/documents/:id', {
     config: { grants: ['documents:delete'] },
     schema: { tags, summary: 'Delete a document (soft; ?permanent=true removes it and its file)', params: DocumentParams, querystring: DeleteQuery, response: responses(200, Deleted) },
     handler: async (request) => {
       const id = documentId(request.params.id);
-      const hashes = await deleteDocument(store.db, workspaceOf(request), id, request.query.permanent === true);
-      // After the rows are gone. A crash or an error before this leaves unreferenced blobs,
-      // which the start-up sweep removes; the answer is 200 all the same, since the document is gone.
-      await removeUnreferenced(hashes).catch((error: unknown) => request.log.warn({ err: error }, 'could not remove a stored file'));
+      // A file that cannot be removed is logged; the answer is 200 all the same, since the
+      // document is gone (the start-up sweep removes the file).
+      await deleteDocument(deps, principalOf(request), {
+        documentId: id,
+        permanent: request.query.permanent === true,
+        onCleanupError: (error) => request.log.warn({ err: error }, 'could not remove a stored file'),
+      });
       return { success: true, data: { id, deleted: true } };
     },
   });

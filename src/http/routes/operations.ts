@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../domain/errors.js';
-import type { Store } from '../../store/db.js';
+import type { RouteDeps } from '../route-deps.js';
 import { Ok, responses } from '../schemas/common.js';
 
 const Health = Ok(Type.Object({ status: Type.Literal('ok') }));
 
-export function operationRoutes(app: FastifyInstance, store: Store): void {
+/** `/healthz` and `/readyz` (outside the API prefix, no key). */
+export function operationRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { store } = deps;
   const tags = ['Operations'];
   app.get('/healthz', {
     schema: { tags, summary: 'The process is alive', security: [], response: responses(200, Health) },

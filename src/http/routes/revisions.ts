@@ -1,19 +1,18 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid } from '../../domain/errors.js';
-import type { Store } from '../../store/db.js';
+import { publishDocument, publishForm } from '../../services/publish.js';
+import { getRevision, listRevisions, parseVersion, type RevisionKind } from '../../store/revisions.js';
 import { pathId } from '../params.js';
-import { getRevision, listRevisions, parseVersion, publishDocument, publishForm, type RevisionKind } from '../../store/revisions.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
-import { keyIdOf, workspaceOf } from '../principal.js';
-import { IdParams, Ok, OkList, responses } from '../schemas/common.js';
-import { NoQuery } from '../schemas/forms.js';
+import { principalOf, workspaceOf } from '../principal.js';
+import type { RouteDeps } from '../route-deps.js';
+import { IdParams, ListQuery, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
 import {
   DocumentRevision,
   DocumentRevisionWithSnapshot,
   FormRevision,
   FormRevisionWithSnapshot,
-  ListRevisionsQuery,
   PublishBody,
   PublishedDocument,
   PublishedForm,
@@ -32,43 +31,67 @@ function summaryOf(body: Static<typeof PublishBody> | undefined): string | null 
  * Publishing (`POST /forms/{id}/publish`, `POST /documents/{id}/publish`) and reading revisions
  * back (`GET …/revisions`, `GET …/revisions/{version}`).
  */
-export function revisionRoutes(app: FastifyInstance, store: Store, budgetBytes?: number): void {
-  const kinds = [
-    { kind: 'form', path: 'forms', label: 'Form', tag: 'Forms', grant: 'forms:write', publish: publishForm, Published: PublishedForm, Revision: FormRevision, WithSnapshot: FormRevisionWithSnapshot },
-    { kind: 'document', path: 'documents', label: 'Document', tag: 'Documents', grant: 'documents:write', publish: publishDocument, Published: PublishedDocument, Revision: DocumentRevision, WithSnapshot: DocumentRevisionWithSnapshot },
-  ] as const;
+export function revisionRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { store } = deps;
 
-  for (const { kind, path, label, tag, grant, publish, Published, Revision, WithSnapshot } of kinds) {
-    app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>(`/api/v1/${path}/:id/publish`, {
-      config: { grants: [grant], optionalBody: true },
-      schema: { tags: [tag], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(Published), { location: 'The new revision' }) },
-      handler: async (request, reply) => {
-        const id = pathId(label, request.params.id);
-        const published = await publish(store, workspaceOf(request), id, { keyId: keyIdOf(request), changesSummary: summaryOf(request.body), budgetBytes });
-        reply.code(201).header('location', `/api/v1/${path}/${id}/revisions/${published.revision.version}`);
-        return { success: true, data: published };
-      },
-    });
+  const list = (kind: RevisionKind, label: string) => async (request: { query: Static<typeof ListQuery>; params: Static<typeof IdParams> } & Parameters<typeof workspaceOf>[0]) => {
+    const page = applyPagination(request.query);
+    const { items, total } = await listRevisions(store.db, kind, workspaceOf(request), pathId(label, request.params.id), page);
+    return listEnvelope(items, total, page);
+  };
 
-    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListRevisionsQuery> }>(`/api/v1/${path}/:id/revisions`, {
-      config: { grants: ['revisions:read'] },
-      schema: { tags: [tag, 'Revisions'], summary: `List the revisions of a ${kind}, newest first`, params: IdParams, querystring: ListRevisionsQuery, response: responses(200, OkList(Revision)) },
-      handler: async (request) => {
-        const page = applyPagination(request.query);
-        const { items, total } = await listRevisions(store.db, kind as RevisionKind, workspaceOf(request), pathId(label, request.params.id), page);
-        return listEnvelope(items, total, page);
-      },
-    });
+  const get = (kind: RevisionKind, label: string) => async (request: { params: Static<typeof RevisionParams> } & Parameters<typeof workspaceOf>[0], reply: FastifyReply) => {
+    const { revision, snapshot } = await getRevision(store.db, kind, workspaceOf(request), pathId(label, request.params.id), parseVersion(request.params.version));
+    return sendWithSnapshot(reply, revision, snapshot);
+  };
 
-    app.get<{ Params: Static<typeof RevisionParams> }>(`/api/v1/${path}/:id/revisions/:version`, {
-      config: { grants: ['revisions:read'] },
-      schema: { tags: [tag, 'Revisions'], summary: `Get one revision of a ${kind} with its snapshot`, params: RevisionParams, querystring: NoQuery, response: responses(200, Ok(WithSnapshot)) },
-      handler: async (request, reply) => {
-        const { revision, snapshot } = await getRevision(store.db, kind as RevisionKind, workspaceOf(request), pathId(label, request.params.id), parseVersion(request.params.version));
-        return sendWithSnapshot(reply, revision, snapshot);
-      },
-    });
-  }
+  // Forms
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>('/forms/:id/publish', {
+    config: { grants: ['forms:write'], optionalBody: true },
+    schema: { tags: ['Forms'], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(PublishedForm), { location: 'The new revision' }) },
+    handler: async (request, reply) => {
+      const id = pathId('Form', request.params.id);
+      const published = await publishForm(deps, principalOf(request), { formId: id, changesSummary: summaryOf(request.body) });
+      reply.code(201).header('location', `/api/v1/forms/${id}/revisions/${published.revision.version}`);
+      return { success: true, data: published };
+    },
+  });
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListQuery> }>('/forms/:id/revisions', {
+    config: { grants: ['revisions:read'] },
+    schema: { tags: ['Forms', 'Revisions'], summary: 'List the revisions of a form, newest first', params: IdParams, querystring: ListQuery, response: responses(200, OkList(FormRevision)) },
+    handler: list('form', 'Form'),
+  });
+
+  app.get<{ Params: Static<typeof RevisionParams> }>('/forms/:id/revisions/:version', {
+    config: { grants: ['revisions:read'] },
+    schema: { tags: ['Forms', 'Revisions'], summary: 'Get one revision of a form with its snapshot', params: RevisionParams, querystring: NoQuery, response: responses(200, Ok(FormRevisionWithSnapshot)) },
+    handler: get('form', 'Form'),
+  });
+
+  // Documents
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PublishBody> }>('/documents/:id/publish', {
+    config: { grants: ['documents:write'], optionalBody: true },
+    schema: { tags: ['Documents'], summary: 'Publish the draft as the next revision', params: IdParams, querystring: NoQuery, body: PublishBody, response: responses(201, Ok(PublishedDocument), { location: 'The new revision' }) },
+    handler: async (request, reply) => {
+      const id = pathId('Document', request.params.id);
+      const published = await publishDocument(deps, principalOf(request), { documentId: id, changesSummary: summaryOf(request.body) });
+      reply.code(201).header('location', `/api/v1/documents/${id}/revisions/${published.revision.version}`);
+      return { success: true, data: published };
+    },
+  });
+
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListQuery> }>('/documents/:id/revisions', {
+    config: { grants: ['revisions:read'] },
+    schema: { tags: ['Documents', 'Revisions'], summary: 'List the revisions of a document, newest first', params: IdParams, querystring: ListQuery, response: responses(200, OkList(DocumentRevision)) },
+    handler: list('document', 'Document'),
+  });
+
+  app.get<{ Params: Static<typeof RevisionParams> }>('/documents/:id/revisions/:version', {
+    config: { grants: ['revisions:read'] },
+    schema: { tags: ['Documents', 'Revisions'], summary: 'Get one revision of a document with its snapshot', params: RevisionParams, querystring: NoQuery, response: responses(200, Ok(DocumentRevisionWithSnapshot)) },
+    handler: get('document', 'Document'),
+  });
 }
 
 /**

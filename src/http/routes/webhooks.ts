@@ -10,13 +10,12 @@ import {
   rotateSecret,
   sendTestEvent,
   updateEndpoint,
-  type WebhookContext,
 } from '../../webhooks/endpoints.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { pathId } from '../params.js';
 import { workspaceOf } from '../principal.js';
-import { Deleted, IdParams, Ok, OkList, responses } from '../schemas/common.js';
-import { NoQuery } from '../schemas/forms.js';
+import type { RouteDeps } from '../route-deps.js';
+import { Deleted, IdParams, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
 import {
   CreateWebhookBody,
   Delivery,
@@ -33,12 +32,13 @@ import {
 const LABEL = 'Webhook endpoint';
 
 /** `/webhooks`: endpoints, their secrets, test events and the delivery log (API.md, Webhooks). */
-export function webhookRoutes(app: FastifyInstance, context: WebhookContext): void {
+export function webhookRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const tags = ['Webhooks'];
   const config = { grants: ['webhooks:manage' as const] };
-  const { store } = context;
+  const { store } = deps;
+  const context = { store, ...deps.webhooks };
 
-  app.get<{ Querystring: Static<typeof ListWebhooksQuery> }>('/api/v1/webhooks', {
+  app.get<{ Querystring: Static<typeof ListWebhooksQuery> }>('/webhooks', {
     config,
     schema: { tags, summary: 'List webhook endpoints, newest first', querystring: ListWebhooksQuery, response: responses(200, OkList(WebhookEndpoint)) },
     handler: async (request) => {
@@ -48,7 +48,7 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     },
   });
 
-  app.post<{ Body: Static<typeof CreateWebhookBody> }>('/api/v1/webhooks', {
+  app.post<{ Body: Static<typeof CreateWebhookBody> }>('/webhooks', {
     config,
     schema: {
       tags,
@@ -64,13 +64,13 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     },
   });
 
-  app.get<{ Params: Static<typeof IdParams> }>('/api/v1/webhooks/:id', {
+  app.get<{ Params: Static<typeof IdParams> }>('/webhooks/:id', {
     config,
     schema: { tags, summary: 'Get a webhook endpoint', params: IdParams, querystring: NoQuery, response: responses(200, Ok(WebhookEndpoint)) },
     handler: async (request) => ({ success: true, data: await getEndpoint(store.db, workspaceOf(request), pathId(LABEL, request.params.id)) }),
   });
 
-  app.put<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateWebhookBody> }>('/api/v1/webhooks/:id', {
+  app.put<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateWebhookBody> }>('/webhooks/:id', {
     config,
     schema: {
       tags,
@@ -83,7 +83,7 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     handler: async (request) => ({ success: true, data: await updateEndpoint(context, workspaceOf(request), pathId(LABEL, request.params.id), request.body) }),
   });
 
-  app.delete<{ Params: Static<typeof IdParams> }>('/api/v1/webhooks/:id', {
+  app.delete<{ Params: Static<typeof IdParams> }>('/webhooks/:id', {
     config,
     schema: { tags, summary: 'Delete a webhook endpoint with its delivery log', params: IdParams, querystring: NoQuery, response: responses(200, Deleted) },
     handler: async (request) => {
@@ -93,7 +93,7 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     },
   });
 
-  app.post<{ Params: Static<typeof IdParams> }>('/api/v1/webhooks/:id/rotate-secret', {
+  app.post<{ Params: Static<typeof IdParams> }>('/webhooks/:id/rotate-secret', {
     config: { ...config, optionalBody: true },
     schema: {
       tags,
@@ -106,7 +106,7 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     handler: async (request) => ({ success: true, data: await rotateSecret(store, workspaceOf(request), pathId(LABEL, request.params.id)) }),
   });
 
-  app.post<{ Params: Static<typeof IdParams> }>('/api/v1/webhooks/:id/test', {
+  app.post<{ Params: Static<typeof IdParams> }>('/webhooks/:id/test', {
     config: { ...config, optionalBody: true },
     schema: {
       tags,
@@ -123,7 +123,7 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     },
   });
 
-  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListDeliveriesQuery> }>('/api/v1/webhooks/:id/deliveries', {
+  app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ListDeliveriesQuery> }>('/webhooks/:id/deliveries', {
     config,
     schema: {
       tags,
@@ -139,7 +139,7 @@ export function webhookRoutes(app: FastifyInstance, context: WebhookContext): vo
     },
   });
 
-  app.post<{ Params: Static<typeof DeliveryParams> }>('/api/v1/webhooks/:id/deliveries/:deliveryId/redeliver', {
+  app.post<{ Params: Static<typeof DeliveryParams> }>('/webhooks/:id/deliveries/:deliveryId/redeliver', {
     config: { ...config, optionalBody: true },
     schema: {
       tags,

@@ -1,5 +1,7 @@
 import { Type, type TSchema } from 'typebox';
 import { ERROR_STATUS } from '../../domain/errors.js';
+import { STATUSES } from '../../domain/status.js';
+import { paginationQuery } from '../pagination.js';
 
 /** One of a fixed list of strings, typed as their union (`{ type: string, enum: […] }`). */
 export const OneOf = <T extends string>(values: readonly T[], options: { description?: string } = {}) =>
@@ -44,3 +46,23 @@ export function responses(status: number, success: TSchema, options: { location?
 }
 
 export const IdParams = Type.Object({ id: Type.String() });
+
+// ---- shared by several route modules: defined here once ------------------------------------------
+
+/** The lifecycle status of a form or a document (draft, published, archived). */
+export const Status = OneOf(STATUSES);
+
+/** A 0-based position among siblings (fields, sections, questions, rules). */
+export const Order = Type.Integer({ minimum: 0, description: '0-based position; past the end means the end' });
+
+/** The query of a list endpoint with no filter: `page` and `limit` only. */
+export const ListQuery = Type.Object(paginationQuery, { additionalProperties: false });
+
+/** The query of `DELETE` endpoints. */
+export const DeleteQuery = Type.Object(
+  { permanent: Type.Optional(Type.Boolean({ description: 'Remove for good instead of hiding (soft delete).' })) },
+  { additionalProperties: false },
+);
+
+/** The query of every endpoint that takes none. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

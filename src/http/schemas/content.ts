@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
 import { OPERATORS } from '../../domain/logic.js';
 import { PRIORITIES, QUESTION_TYPES } from '../../domain/questions.js';
-import { Id, Nullable, OneOf, Timestamp } from './common.js';
+import { Id, Nullable, OneOf, Order, Timestamp } from './common.js';
 
-const Order = Type.Integer({ minimum: 0, description: '0-based position; past the end means the end' });
 const FreeOptions = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Per-type options (see API.md); keys in snake_case, camelCase accepted; unknown keys are refused',
 });

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
 import { paginationQuery } from '../pagination.js';
 import { DIRECTIONS, FIELD_TYPES } from '../../domain/fields.js';
-import { Id, Nullable, OneOf, Timestamp } from './common.js';
-import { FormStatus } from './forms.js';
+import { Id, Nullable, OneOf, Order, Status, Timestamp } from './common.js';
 export { IdParams as DocumentParams } from './common.js';
 
 const FieldTypeSchema = OneOf(FIELD_TYPES);
@@ -15,7 +14,6 @@ const FieldOptions = Type.Object(
 const Label = Type.String({ minLength: 1, maxLength: 200 });
 const Role = Nullable(Type.String({ minLength: 1, maxLength: 100 }));
 const DefaultValue = Nullable(Type.String({ maxLength: 1000 }));
-const Order = Type.Integer({ minimum: 0, description: '0-based position; past the end means the end' });
 
 export const PageDimension = Type.Object({ width: Type.Number(), height: Type.Number() });
 
@@ -24,7 +22,7 @@ export const DocumentSchema = Type.Object(
     id: Id,
     workspaceId: Id,
     title: Type.String(),
-    status: FormStatus,
+    status: Status,
     originalFilename: Type.String(),
     fileType: OneOf(['pdf', 'docx'] as const),
     sizeBytes: Type.Integer({ minimum: 0 }),
@@ -95,9 +93,9 @@ export const BulkFieldsBody = Type.Object(
 export const UpdateFieldBody = Type.Partial(CreateFieldBody, { additionalProperties: false });
 
 export const UpdateDocumentBody = Type.Object(
-  { title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(FormStatus) },
+  { title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), status: Type.Optional(Status) },
   { additionalProperties: false },
 );
 
-export const ListDocumentsQuery = Type.Object({ ...paginationQuery, status: Type.Optional(FormStatus) }, { additionalProperties: false });
+export const ListDocumentsQuery = Type.Object({ ...paginationQuery, status: Type.Optional(Status) }, { additionalProperties: false });
 export const FieldParams = Type.Object({ id: Type.String(), fid: Type.String() });

@@ -1,9 +1,7 @@
 import { Type } from 'typebox';
 import { paginationQuery } from '../pagination.js';
-import { STATUSES } from '../../domain/status.js';
-import { Id, Nullable, OneOf, Timestamp } from './common.js';
+import { Id, Nullable, Status, Timestamp } from './common.js';
 
-export const FormStatus = OneOf(STATUSES);
 const Settings = Type.Record(Type.String(), Type.Unknown(), { description: 'Free JSON object, at most 64 KiB, kept as given.' });
 const Title = Type.String({ minLength: 1, maxLength: 200 });
 const Description = Nullable(Type.String({ maxLength: 1000 }));
@@ -14,7 +12,7 @@ export const Form = Type.Object(
     workspaceId: Id,
     title: Type.String(),
     description: Nullable(Type.String()),
-    status: FormStatus,
+    status: Status,
     settings: Settings,
     currentVersion: Nullable(Type.Integer({ minimum: 1 })),
     hasUnpublishedChanges: Type.Boolean(),
@@ -40,19 +38,12 @@ export const UpdateFormBody = Type.Object(
     title: Type.Optional(Title),
     description: Type.Optional(Description),
     settings: Type.Optional(Settings),
-    status: Type.Optional(FormStatus),
+    status: Type.Optional(Status),
   },
   { additionalProperties: false },
 );
 
 export const ListFormsQuery = Type.Object(
-  { ...paginationQuery, status: Type.Optional(FormStatus) },
+  { ...paginationQuery, status: Type.Optional(Status) },
   { additionalProperties: false },
 );
-
-export const DeleteQuery = Type.Object(
-  { permanent: Type.Optional(Type.Boolean({ description: 'Remove for good instead of hiding (soft delete).' })) },
-  { additionalProperties: false },
-);
-
-export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { FIELD_TYPES } from '../../domain/fields.js';
 import { SOURCES } from '../../detect/types.js';
-import { APPLY_MODES, ENGINES } from '../../store/parse-jobs.js';
+import { APPLY_MODES, ENGINES } from '../../services/parse-jobs/params.js';
 import { Id, Nullable, OneOf, Timestamp } from './common.js';
 
 export const StartParseJobBody = Type.Object(

@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import { paginationQuery } from '../pagination.js';
 import { Id, Nullable, Timestamp } from './common.js';
 import { QuestionSchema, RuleSchema, SectionSchema } from './content.js';
 import { DocumentSchema, FieldSchema } from './documents.js';
@@ -41,4 +40,3 @@ export const PublishedForm = Type.Object({ form: Form, revision: FormRevision })
 export const PublishedDocument = Type.Object({ document: DocumentSchema, revision: DocumentRevision });
 
 export const RevisionParams = Type.Object({ id: Type.String(), version: Type.String() });
-export const ListRevisionsQuery = Type.Object({ ...paginationQuery }, { additionalProperties: false });

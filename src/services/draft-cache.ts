@@ -10,7 +10,7 @@ export interface Stamped<V> {
 /**
  * Values derived from a form's draft (its compiled logic, its content as JSON), kept per form with
  * the stamp of the draft they were made from (`updated_at`, which every change moves forward:
- * `nextStamp` in src/store/forms.ts) and bounded by bytes. A value is served only for the stamp
+ * `nextStamp` in src/store/live.ts) and bounded by bytes. A value is served only for the stamp
  * it was made from, so a change made through any server is seen at once; requests that miss
  * together share one load, so ten parallel reads of a large form just changed cost one.
  */

@@ -1,0 +1,36 @@
+import type { AnswerQuestions } from '../domain/answers.js';
+import { ByteLru } from '../domain/byte-lru.js';
+import type { CompiledLogic } from '../domain/logic.js';
+import type { FormRow } from '../store/schema.js';
+import { StampedCache } from './draft-cache.js';
+
+/**
+ * Compiled forms kept for `POST /evaluate`, per server, each cache up to about this many bytes of
+ * the JSON they were compiled from (the objects kept are of the same order): revisions (which
+ * never change) by id, drafts by form id with the stamp of the draft they were compiled from.
+ */
+const COMPILED_FORMS_BYTES = 64 * 1024 * 1024;
+
+/** Bytes of form content kept as JSON for `GET /forms/{id}`, per server. */
+const CONTENT_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** A form's questions and show/hide logic, ready to check answers and evaluate. */
+export interface Compiled {
+  questions: AnswerQuestions;
+  logic: CompiledLogic;
+}
+
+/** The per-server caches the use cases share (one set per `buildApp`). */
+export interface Caches {
+  compiledRevisions: ByteLru<Compiled>;
+  compiledDrafts: StampedCache<Compiled>;
+  formContent: StampedCache<{ json: Buffer; questionCount: number; row: FormRow }>;
+}
+
+export function createCaches(): Caches {
+  return {
+    compiledRevisions: new ByteLru<Compiled>(COMPILED_FORMS_BYTES),
+    compiledDrafts: new StampedCache<Compiled>(COMPILED_FORMS_BYTES),
+    formContent: new StampedCache(CONTENT_CACHE_BYTES),
+  };
+}

@@ -1,0 +1,70 @@
+import { isoNow } from '../../domain/clock.js';
+import { AppError, invalid, notFound } from '../../domain/errors.js';
+import { assertLogicLimits, assertNoCycle, checkRule } from '../../domain/rules.js';
+import { contentSiblings, logicOf, ruleLogic, updateQuestionRow, type FormContent, type QuestionView } from '../../store/form-content.js';
+import { clampPosition, shiftBetween } from '../../store/ordering.js';
+import type { Deps, Principal } from '../deps.js';
+import type { QuestionInput } from './create-question.js';
+import { assertQuestionSize, checkQuestion, editFormDraft, formulasUsing } from './form-draft.js';
+
+/**
+ * `PUT /forms/{id}/questions/{qid}`: the keys given. A change of type or options is checked
+ * against the rules and formulas that use the question (they must still fit it).
+ */
+export async function updateQuestion(
+  deps: Deps,
+  principal: Principal,
+  { formId, questionId, patch: input }: { formId: string; questionId: string; patch: QuestionInput },
+): Promise<QuestionView> {
+  return editFormDraft(deps, principal.workspaceId, formId, async (trx, content) => {
+    const current = content.questions.find((q) => q.id === questionId);
+    if (!current) throw notFound('Question');
+    const { order, options: rawOptions, ...changes } = input;
+    const typeChanged = changes.type !== undefined && changes.type !== current.type;
+    const merged = { ...current, ...changes };
+    // A new type takes its own options: the old ones only carry over when the type stays, and
+    // are checked again only when sent or when the type changes.
+    const options = checkQuestion(merged, content, questionId, rawOptions === undefined && !typeChanged ? null : (rawOptions ?? {}));
+    const next: QuestionView = { ...merged, options };
+    if (typeChanged) {
+      const calculation = formulasUsing(content, questionId)[0];
+      if (calculation) throw invalid('type', `the formula of calculation ${calculation.id} uses this question; change that formula first`);
+    }
+    // Rules that use this question must still fit it, and a move into a section must not close a loop.
+    const after: FormContent = { ...content, questions: content.questions.map((q) => (q.id === questionId ? next : q)) };
+    const logic = logicOf(after);
+    for (const rule of content.rules.filter((r) => r.conditions.some((c) => c.sourceQuestionId === questionId))) {
+      try {
+        checkRule(ruleLogic(rule), logic, { cycles: false });
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'validation_failed') {
+          throw invalid(rawOptions !== undefined ? 'options' : 'type', `rule ${rule.id} uses this question and would no longer fit (${error.hint}); change or delete the rule first`);
+        }
+        throw error;
+      }
+    }
+    assertNoCycle(logic);
+    // A text question's `contains` conditions read its whole answer: a new type can make more of them.
+    if (typeChanged) assertLogicLimits(logic, 'type');
+    const position = order === undefined ? current.order : Math.min(clampPosition(order, content.questions.length), content.questions.length - 1);
+    const same = position === current.order && JSON.stringify({ ...next, updatedAt: '' }) === JSON.stringify({ ...current, updatedAt: '' });
+    if (same) return { view: current, changed: false };
+    assertQuestionSize(next);
+    await shiftBetween(trx, contentSiblings('form_questions', formId), current.order, position);
+    const updated_at = isoNow(deps.clock);
+    await updateQuestionRow(trx, questionId, {
+        section_id: next.sectionId,
+        question_text: next.questionText,
+        description: next.description,
+        type: next.type,
+        is_required: next.isRequired ? 1 : 0,
+        is_pii: next.isPii ? 1 : 0,
+        priority: next.priority,
+        context: next.context,
+        options: JSON.stringify(next.options),
+        position,
+        updated_at,
+      });
+    return { view: { ...next, order: position, updatedAt: updated_at }, changed: true };
+  }).then((r) => r.view);
+}

@@ -1,0 +1,5 @@
+/** One page of a list, as the store reads it. */
+export interface Page {
+  offset: number;
+  limit: number;
+}
