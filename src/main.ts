@@ -117,9 +117,10 @@ async function serve(config: Config, args: string[]): Promise<void> {
     webhooks: { policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivate }, wake: () => dispatcher?.wake() },
   });
   if (!flags['no-worker']) {
+    // Loaded before anything runs: nothing awaits between the start of the work and the signal handlers below.
+    dispatcher = await startDispatcher(config, store, app.log);
     worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config), clock });
     worker.start();
-    dispatcher = await startDispatcher(config, store, app.log);
   }
   app.log.info(worker ? `parse jobs and webhook deliveries run in this process (worker ${worker.owner})` : 'no parse worker and no webhook deliveries in this process (--no-worker): run `formsign worker`');
   if (swept.temps || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
@@ -190,8 +191,9 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now(), settled: parseJobSettled });
   const blobs = new DiskBlobStore(config.dataDir);
   const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config), clock }));
-  for (const w of all) w.start();
+  // Loaded before anything runs: nothing awaits between the start of the work and the signal handlers below.
   const dispatcher = await startDispatcher(config, store, log);
+  for (const w of all) w.start();
   log.info({ workers: all.map((w) => w.owner), webhooks: dispatcher.owner, database: store.dialect }, 'parse-job workers and webhook deliveries started');
   let stopping = false;
   const stop = async (signal: string) => {
