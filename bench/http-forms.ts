@@ -30,7 +30,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 
 async function start(kind: 'baseline' | 'formsign' | 'formsign+redis', dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const env = { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
+  // Metrics on (METRICS=false to measure without): as an operator would run it.
+  const env = { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', METRICS: process.env.METRICS ?? 'true' };
   const child =
     kind === 'baseline'
       ? spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/baseline-server.ts')], { env, stdio: 'ignore' })
@@ -82,7 +83,8 @@ async function main(): Promise<void> {
       const { child, port } = await start(kind, dataDir);
       try {
         const url = kind === 'baseline' ? `http://127.0.0.1:${port}/forms/${form.id}` : `http://127.0.0.1:${port}/api/v1/forms/${form.id}`;
-        const r = await measure(url, { authorization: `Bearer ${key}` });
+        // As a browser or an HTTP library asks: compression accepted (the answer, under 1 KiB, stays as it is).
+        const r = await measure(url, { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip, deflate, br' });
         (results[kind] ??= []).push(r);
         console.log(`  round ${round} ${kind.padEnd(15)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx/errors ${r.errors}`);
       } finally {

@@ -1,9 +1,11 @@
 import crypto from 'node:crypto';
+import zlib from 'node:zlib';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type preValidationHookHandler } from 'fastify';
+import compress from '@fastify/compress';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { HttpLimits, LogLevel } from './config.js';
+import type { HttpLimits, LogLevel, MetricsConfig } from './config.js';
 import { AppError } from './domain/errors.js';
 import { camelizeBody } from './http/casing.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
@@ -35,6 +37,10 @@ import { createKeyVerifier } from './store/keys.js';
 import { createLogger } from './log.js';
 import { makeClientErrorHandler } from './http/raw-answers.js';
 import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
+import { registerIdempotency } from './http/idempotency.js';
+import { registerConditionalRequests } from './http/conditional.js';
+import { applyOperationMeta, finishOpenApi } from './http/openapi-meta.js';
+import { registerMetrics } from './http/metrics.js';
 
 export interface AppDeps {
   store: Store;
@@ -61,6 +67,8 @@ export interface AppDeps {
    * (tests), and this process's dispatcher to wake when a test event or redelivery is queued.
    */
   webhooks?: Partial<WebhookDeps>;
+  /** `GET /metrics` (default: off). */
+  metrics?: MetricsConfig;
 }
 
 export type { HttpLimits };
@@ -199,6 +207,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const existing = route.preValidation;
     route.preValidation = existing ? [camelize, ...(Array.isArray(existing) ? existing : [existing])] : camelize;
   });
+  // Before compression (registered below): both keep and tag the uncompressed answer.
+  registerIdempotency(app, { store: deps.store, now, requestTimeoutMs: limits.requestTimeoutMs, maxUploadBytes: deps.maxUploadBytes });
+  registerConditionalRequests(app, deps.store.db);
+  applyOperationMeta(app);
+  if (deps.metrics?.enabled) registerMetrics(app, { store: deps.store, token: deps.metrics.token, now });
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
@@ -235,8 +248,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           if (body && optionalBodies.has(`${method} ${path}`)) body.required = false;
         }
       }
-      return spec;
+      return finishOpenApi(spec);
     },
+  });
+  // JSON answers above 1 KiB, br or gzip as the request accepts (API.md, Integration
+  // conveniences). Its hooks run after the idempotency and ETag hooks above (they see the answer
+  // uncompressed). Brotli at quality 4: near gzip's speed with smaller output (11, the default, is
+  // far too slow for answers made per request). Request bodies are not decompressed: a JSON body
+  // is limited by its size as sent. Registered before /docs, as @fastify/static needs.
+  await app.register(compress, {
+    global: true,
+    globalDecompression: false,
+    threshold: 1024,
+    encodings: ['br', 'gzip'],
+    customTypes: /^application\/(?:[\w.+-]+\+)?json(?:;|$)/,
+    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // Files are streamed part by part (request.parts()); limits are set per upload.

@@ -43,6 +43,8 @@ export interface Config {
   sqliteBusyWaitMs: number;
   /** Outbound webhook deliveries (src/webhooks/; README, Webhooks). */
   webhooks: WebhookSettings;
+  /** `GET /metrics` (METRICS=true), and the bearer token it then requires (METRICS_TOKEN), if any. */
+  metrics: MetricsConfig;
 }
 
 export interface WebhookSettings {
@@ -59,6 +61,11 @@ export interface WebhookSettings {
    * which a failing endpoint is disabled (default 1). For tests only: 0.00001 runs a day in a second.
    */
   retryScale: number;
+}
+
+export interface MetricsConfig {
+  enabled: boolean;
+  token: string | null;
 }
 
 /** How long and how slowly a client may take, and how many uploads may run at once. */
@@ -106,6 +113,20 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (/^(true|1)$/i.test(raw)) return true;
+  if (/^(false|0)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+function metrics(env: Env): MetricsConfig {
+  const token = read(env, 'METRICS_TOKEN') ?? null;
+  if (token !== null && !/^[\x21-\x7e]{16,}$/.test(token)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 printable characters without spaces');
+  return { enabled: flag(env, 'METRICS', false), token };
+}
+
 function url(env: Env, name: string, protocols: string[]): string | null {
   const raw = read(env, name);
   if (raw === undefined) return null;
@@ -140,14 +161,6 @@ function trustProxy(env: Env): false | number | string {
   return parts.join(',');
 }
 
-function flag(env: Env, name: string): boolean {
-  const raw = read(env, name);
-  if (raw === undefined) return false;
-  const lower = raw.toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
-  if (['false', '0', 'no', 'off'].includes(lower)) return false;
-  throw new ConfigError(name, `must be true or false (got ${JSON.stringify(raw)})`);
-}
 
 function webhooks(env: Env): WebhookSettings {
   const rawScale = read(env, 'WEBHOOK_RETRY_SCALE');
@@ -156,8 +169,8 @@ function webhooks(env: Env): WebhookSettings {
     throw new ConfigError('WEBHOOK_RETRY_SCALE', `must be a number above 0 and at most 1 (got ${JSON.stringify(rawScale)})`);
   }
   return {
-    allowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP'),
-    allowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
+    allowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP', false),
+    allowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     retryScale,
@@ -224,5 +237,6 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpLimits(env),
     sqliteBusyWaitMs: integer(env, 'SQLITE_BUSY_WAIT_MS', 5_000, 0, 600_000),
     webhooks: webhooks(env),
+    metrics: metrics(env),
   };
 }

@@ -113,6 +113,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
     trustProxy: config.trustProxy,
     http: config.http,
     clock,
+    metrics: config.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
     webhooks: { policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivate }, wake: () => dispatcher?.wake() },
   });

@@ -253,6 +253,31 @@ const MIGRATIONS: Migration[] = [
     },
   },
   {
+    id: '0011_idempotency',
+    async up(db) {
+      // Idempotency-Key (API.md, Integration conveniences; src/http/idempotency.ts): one row per
+      // workspace and key, `running` while the first request runs (until `locked_until`, after
+      // which a retry may take it over), then `done` with the response kept until `expires_at`.
+      await db.schema
+        .createTable('idempotency_keys')
+        .addColumn('workspace_id', 'text', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('method', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('fingerprint', 'text')
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('locked_until', 'text', (c) => c.notNull())
+        .addColumn('response_status', 'integer')
+        .addColumn('response_headers', 'text')
+        .addColumn('response_body', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('idempotency_keys_pk', ['workspace_id', 'key'])
+        .execute();
+      await db.schema.createIndex('idempotency_keys_expires').on('idempotency_keys').column('expires_at').execute();
+    },
+  },
+  {
     id: '0012_webhooks',
     async up(db) {
       // Webhook endpoints of a workspace (src/webhooks/). `secret` is needed in clear to sign;

@@ -247,6 +247,26 @@ export interface WebhookAttemptRow {
   error: string | null;
 }
 
+/** A kept answer to a POST sent with an Idempotency-Key (src/store/idempotency.ts). */
+export interface IdempotencyKeyRow {
+  workspace_id: string;
+  key: string;
+  method: string;
+  path: string;
+  /** sha256 of what the request asked (query and body); an upload's is known once its file is read. */
+  fingerprint: string | null;
+  /** `running` or `done`. */
+  state: string;
+  /** A `running` row whose request has not finished by then was abandoned (a crash): a retry takes it over. */
+  locked_until: string;
+  response_status: number | null;
+  /** JSON object of the kept headers. */
+  response_headers: string | null;
+  response_body: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface SchemaMigrationRow {
   id: string;
   applied_at: string;
@@ -265,6 +285,7 @@ export interface Database {
   document_revisions: DocumentRevisionRow;
   jobs: JobRow;
   workspace_claims: WorkspaceClaimRow;
+  idempotency_keys: IdempotencyKeyRow;
   schema_migrations: SchemaMigrationRow;
   webhook_endpoints: WebhookEndpointRow;
   webhook_events: WebhookEventRow;

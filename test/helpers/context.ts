@@ -142,6 +142,8 @@ export interface ContextOptions {
    * process (`deliver`, with its options; polls every 20 ms).
    */
   webhooks?: { policy?: OutboundPolicy; lookup?: LookupFn; deliver?: boolean | Partial<DispatcherOptions> };
+  /** `GET /metrics` (default: off, as in the service). */
+  metrics?: { enabled: boolean; token: string | null };
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
@@ -168,6 +170,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     clock,
     keyCacheTtlMs: options.keyCacheTtlMs,
     http: options.http,
+    metrics: options.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
     webhooks: { policy, lookup: options.webhooks?.lookup, wake: () => dispatcher?.wake() },
   });

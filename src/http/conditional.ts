@@ -1,0 +1,216 @@
+import crypto from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { addRouteHook } from './idempotency.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { AppError } from '../domain/errors.js';
+import type { Database } from '../store/schema.js';
+
+/**
+ * Conditional requests (API.md, Integration conveniences): an `ETag` on every single-resource
+ * `GET` and every `PUT` answer, `If-None-Match` → `304`, and `If-Match` on `PUT`/`DELETE` →
+ * `412 precondition_failed` when the resource changed since the client read it.
+ *
+ * The tag of a resource that has an `updatedAt` stands for its state: the hash of its id and its
+ * `updatedAt`, which every change of it moves (a form's also moves with every change of its
+ * sections, questions and rules, a document's with its fields; src/store). So `GET /forms/{id}`
+ * and the answer of `PUT /forms/{id}` carry the same tag for the same state, and an editor can send
+ * the tag of either as `If-Match`. The signed `downloadUrl` made at each read does not change it.
+ * A resource without `updatedAt` (a parse job, a revision) is tagged by the hash of its bytes.
+ *
+ * `If-Match` is checked against the tag read from the database just before the handler runs;
+ * conditional writes of one resource are run one after the other in this process, so two editors
+ * on one server can never both pass the check. (Across servers, the check and the write are two
+ * steps: see docs/decisions.md.)
+ */
+
+/** Single-resource GETs that handle their own validators (the file download, issue 18). */
+const OWN_VALIDATORS = new Set(['/api/v1/documents/:/file']);
+
+/** A route's path with its parameter names left out: `/api/v1/forms/:/questions/:`. */
+export function routeShape(url: string): string {
+  return url.replace(/:[A-Za-z0-9_]+/g, ':');
+}
+
+type TagLookup = (db: Kysely<Database>, workspaceId: string, params: string[]) => Promise<string | undefined>;
+
+async function stamp(db: Kysely<Database>, query: RawBuilder<{ id: string; updated_at: string }>): Promise<string | undefined> {
+  const row = (await query.execute(db)).rows[0];
+  return row ? tagOfStamp(row.id, row.updated_at) : undefined;
+}
+
+const child =
+  (table: string, parentTable: string, parentKey: string): TagLookup =>
+  (db, workspaceId, [parentId, id]) =>
+    stamp(
+      db,
+      sql<{ id: string; updated_at: string }>`select c.id, c.updated_at from ${sql.table(table)} c join ${sql.table(parentTable)} p on p.id = c.${sql.ref(parentKey)}
+        where c.id = ${id} and p.id = ${parentId} and p.workspace_id = ${workspaceId} and p.deleted_at is null`,
+    );
+
+const parent =
+  (table: string): TagLookup =>
+  (db, workspaceId, [id]) =>
+    stamp(db, sql<{ id: string; updated_at: string }>`select id, updated_at from ${sql.table(table)} where id = ${id} and workspace_id = ${workspaceId} and deleted_at is null`);
+
+/**
+ * The current tag of the resource each `PUT`/`DELETE` route changes, by route shape. A test
+ * checks that every such route is listed (a new one must say how its tag is read).
+ */
+export const RESOURCE_TAGS = new Map<string, TagLookup>([
+  ['/api/v1/documents/:', parent('documents')],
+  ['/api/v1/documents/:/fields/:', child('document_fields', 'documents', 'document_id')],
+  ['/api/v1/forms/:', parent('forms')],
+  ['/api/v1/forms/:/settings', parent('forms')],
+  ['/api/v1/forms/:/questions/:', child('form_questions', 'forms', 'form_id')],
+  ['/api/v1/forms/:/sections/:', child('form_sections', 'forms', 'form_id')],
+  ['/api/v1/forms/:/rules/:', child('form_rules', 'forms', 'form_id')],
+]);
+
+function hashTag(text: string | Buffer): string {
+  return `"${crypto.createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
+}
+
+export function tagOfStamp(id: string, updatedAt: string): string {
+  return hashTag(`${id}\n${updatedAt}`);
+}
+
+/** The end of the JSON string that starts at `start` (its closing quote). */
+function stringEnd(text: string, start: number): number {
+  let i = start + 1;
+  while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+  return i;
+}
+
+const ENVELOPE = '{"success":true,"data":{';
+
+/**
+ * `data.id` and `data.updatedAt` of a success envelope, read without parsing the whole answer (a
+ * large form's content follows them and is skipped). Only keys of `data` itself count, not those
+ * of objects inside it (a form's free `settings` may hold any key).
+ */
+export function resourceStamp(body: string): { id: string; updatedAt: string } | null {
+  if (!body.startsWith(ENVELOPE)) return null;
+  let id: string | undefined;
+  let updatedAt: string | undefined;
+  let depth = 1;
+  let i = ENVELOPE.length;
+  while (i < body.length && depth > 0) {
+    const c = body[i];
+    if (c === '"') {
+      const end = stringEnd(body, i);
+      if (depth === 1 && body[end + 1] === ':') {
+        const key = body.slice(i + 1, end);
+        i = end + 2;
+        if ((key === 'id' || key === 'updatedAt') && body[i] === '"') {
+          const valueEnd = stringEnd(body, i);
+          const value = JSON.parse(body.slice(i, valueEnd + 1)) as string;
+          if (key === 'id') id = value;
+          else updatedAt = value;
+          if (id !== undefined && updatedAt !== undefined) return { id, updatedAt };
+          i = valueEnd + 1;
+        }
+        continue;
+      }
+      i = end + 1;
+      continue;
+    }
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    i++;
+  }
+  return null;
+}
+
+/** The tag of an answer's resource (see the module comment). */
+export function tagOfAnswer(payload: string | Buffer): string {
+  // latin1 maps bytes to characters one to one: quotes, brackets and ASCII ids read the same.
+  const text = typeof payload === 'string' ? payload : payload.toString('latin1');
+  const found = resourceStamp(text);
+  return found ? tagOfStamp(found.id, found.updatedAt) : hashTag(payload);
+}
+
+/** Entity tags of an `If-Match`/`If-None-Match` header (`*` included as is). */
+export function parseTags(header: string): string[] {
+  return (header.match(/\*|(?:W\/)?"[^"]*"/g) ?? []).map((tag) => tag.replace(/^W\//, ''));
+}
+
+/** Runs conditional writes of one resource one after the other (per process). */
+class KeyedQueue {
+  private readonly tails = new Map<string, Promise<void>>();
+  async acquire(key: string): Promise<() => void> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => (release = resolve));
+    const tail = previous.then(() => mine);
+    this.tails.set(key, tail);
+    await previous;
+    return () => {
+      release();
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    };
+  }
+}
+
+export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Database>): void {
+  const releases = new WeakMap<FastifyRequest, () => void>();
+  const queue = new KeyedQueue();
+
+  // Route hooks, on the routes concerned only: nothing is added to other requests' path.
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const shape = routeShape(route.url);
+    if (!shape.startsWith('/api/v1/')) return;
+    const methods = [route.method].flat();
+    if (methods.includes('PUT') || methods.includes('DELETE')) {
+      addRouteHook(route, 'preHandler', checkIfMatch);
+      addRouteHook(route, 'onResponse', release);
+      addRouteHook(route, 'onRequestAbort', release);
+    }
+    if (methods.includes('PUT') || (methods.includes('GET') && shape.endsWith('/:') && !OWN_VALIDATORS.has(shape))) addRouteHook(route, 'onSend', tag);
+  });
+
+  async function checkIfMatch(request: FastifyRequest) {
+    if (request.method !== 'PUT' && request.method !== 'DELETE') return;
+    const header = request.headers['if-match'];
+    const url = request.routeOptions.url;
+    if (header === undefined || !request.principal || url === undefined) return;
+    const shape = routeShape(url);
+    const lookup = RESOURCE_TAGS.get(shape);
+    if (!lookup) throw new Error(`If-Match: no tag lookup for ${request.method} ${shape} (conditional.ts, RESOURCE_TAGS)`);
+    const params = Object.values((request.params ?? {}) as Record<string, string>);
+    releases.set(request, await queue.acquire(`${shape} ${params.join(' ')}`));
+    const current = await lookup(db, request.principal.workspaceId, params);
+    // An unknown resource is the handler's to answer (404), exactly as without the header.
+    if (current === undefined) return;
+    const wanted = parseTags(header);
+    if (!wanted.includes('*') && !wanted.includes(current)) {
+      throw new AppError(
+        'precondition_failed',
+        'The resource has changed since the ETag sent in If-Match was read; nothing was changed. GET it again, redo the change on it and send that ETag.',
+      );
+    }
+  }
+
+  async function release(request: FastifyRequest) {
+    const done = releases.get(request);
+    if (done) {
+      releases.delete(request);
+      done();
+    }
+  }
+
+  async function tag(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+    if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
+    if (request.method !== 'GET' && request.method !== 'PUT') return payload;
+    const etag = tagOfAnswer(payload);
+    reply.header('etag', etag);
+    const header = request.headers['if-none-match'];
+    if (request.method === 'GET' && header !== undefined) {
+      const tags = parseTags(header);
+      if (tags.includes('*') || tags.includes(etag)) {
+        reply.code(304).removeHeader('content-type').removeHeader('content-length');
+        return null;
+      }
+    }
+    return payload;
+  }
+}

@@ -1,0 +1,113 @@
+import type { Kysely } from 'kysely';
+import type { Database, IdempotencyKeyRow } from './schema.js';
+
+/** How long a kept answer is replayed (API.md: 24 hours). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export interface ClaimInput {
+  workspaceId: string;
+  key: string;
+  method: string;
+  path: string;
+  fingerprint: string | null;
+  nowMs: number;
+  /** How long the claim holds before a retry may take it over (the request's own time limit and a margin). */
+  leaseMs: number;
+}
+
+export type Claim = { kind: 'owner' } | { kind: 'existing'; row: IdempotencyKeyRow };
+
+/**
+ * Takes the key for this request, or answers the row another request holds. Atomic on both
+ * databases (insert … on conflict do nothing): of any number of concurrent requests with one key,
+ * in any number of processes, exactly one becomes the owner. An expired row is removed first; a
+ * `running` row whose lease has passed (its server died) is taken over by a conditional update.
+ */
+export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise<Claim> {
+  const now = new Date(input.nowMs).toISOString();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const inserted = await db
+      .insertInto('idempotency_keys')
+      .values({
+        workspace_id: input.workspaceId,
+        key: input.key,
+        method: input.method,
+        path: input.path,
+        fingerprint: input.fingerprint,
+        state: 'running',
+        locked_until: new Date(input.nowMs + input.leaseMs).toISOString(),
+        response_status: null,
+        response_headers: null,
+        response_body: null,
+        created_at: now,
+        expires_at: new Date(input.nowMs + IDEMPOTENCY_TTL_MS).toISOString(),
+      })
+      .onConflict((oc) => oc.columns(['workspace_id', 'key']).doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { kind: 'owner' };
+    const row = await db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('workspace_id', '=', input.workspaceId)
+      .where('key', '=', input.key)
+      .executeTakeFirst();
+    if (!row) continue; // removed in between: try again
+    if (row.expires_at <= now) {
+      await db.deleteFrom('idempotency_keys').where('workspace_id', '=', input.workspaceId).where('key', '=', input.key).where('expires_at', '<=', now).execute();
+      continue;
+    }
+    if (row.state === 'running' && row.locked_until <= now && row.method === input.method && row.path === input.path) {
+      const taken = await db
+        .updateTable('idempotency_keys')
+        .set({ fingerprint: input.fingerprint, locked_until: new Date(input.nowMs + input.leaseMs).toISOString() })
+        .where('workspace_id', '=', input.workspaceId)
+        .where('key', '=', input.key)
+        .where('state', '=', 'running')
+        .where('locked_until', '=', row.locked_until)
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 1) return { kind: 'owner' };
+      continue;
+    }
+    return { kind: 'existing', row };
+  }
+  throw new Error('idempotency key: could not claim or read the key');
+}
+
+/** Keeps the first request's answer; `fingerprint` is set now when it was not known at the claim (uploads). */
+export async function finishKey(
+  db: Kysely<Database>,
+  workspaceId: string,
+  key: string,
+  answer: { status: number; headers: Record<string, string>; body: string; fingerprint?: string | null },
+): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({
+      state: 'done',
+      response_status: answer.status,
+      response_headers: JSON.stringify(answer.headers),
+      response_body: answer.body,
+      ...(answer.fingerprint !== undefined ? { fingerprint: answer.fingerprint } : {}),
+    })
+    .where('workspace_id', '=', workspaceId)
+    .where('key', '=', key)
+    .where('state', '=', 'running')
+    .execute();
+}
+
+/** Lets the key go (the request had no lasting effect: a 5xx, an upload refused): a retry runs again. */
+export async function releaseKey(db: Kysely<Database>, workspaceId: string, key: string): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where('workspace_id', '=', workspaceId).where('key', '=', key).where('state', '=', 'running').execute();
+}
+
+/** Removes expired rows, at most `limit` of them (a periodic sweep keeps the table small). */
+export async function sweepKeys(db: Kysely<Database>, nowMs: number, limit = 1000): Promise<number> {
+  const now = new Date(nowMs).toISOString();
+  const expired = db.selectFrom('idempotency_keys').select('key').where('expires_at', '<=', now).limit(limit);
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where('expires_at', '<=', now)
+    .where('key', 'in', expired)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

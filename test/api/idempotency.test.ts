@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AddressInfo } from 'node:net';
+import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { makePdf, multipart } from '../helpers/files.js';
+
+const FORMS = '/api/v1/forms';
+const DOCS = '/api/v1/documents';
+
+describe('Idempotency-Key', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  let base: string;
+
+  before(async () => {
+    ctx = await createTestContext();
+    headers = bearer(await ctx.key(['forms:read', 'forms:write', 'documents:read', 'documents:write'], 'idem'));
+    await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
+  });
+  after(() => ctx.close());
+
+  const countForms = async (h = headers) => (await ctx.app.inject({ method: 'GET', url: `${FORMS}?limit=100`, headers: h })).json().meta.total as number;
+
+  it('50 concurrent retries over HTTP create one form; every retry is refused as in progress or replayed byte for byte', async () => {
+    const before = await countForms();
+    const key = `concurrent-${Date.now()}`;
+    const send = () =>
+      fetch(`${base}${FORMS}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ title: 'Once' }),
+      }).then(async (res) => ({ status: res.status, replayed: res.headers.get('idempotent-replayed'), location: res.headers.get('location'), body: await res.text() }));
+    const answers = await Promise.all(Array.from({ length: 50 }, send));
+    assert.equal(await countForms(), before + 1, 'exactly one form was created');
+    const created = answers.filter((a) => a.status === 201);
+    const first = created.find((a) => a.replayed === null);
+    assert.ok(first, 'one request ran');
+    assert.equal(created.filter((a) => a.replayed === null).length, 1);
+    for (const a of answers) {
+      if (a.status === 201) {
+        assert.equal(a.body, first.body);
+        assert.equal(a.location, first.location);
+      } else {
+        assert.equal(a.status, 409);
+        assert.equal(JSON.parse(a.body).code, 'idempotency_key_in_progress');
+      }
+    }
+    // Once the first has answered, every retry is its replay, identical byte for byte.
+    const again = await send();
+    assert.equal(again.status, 201);
+    assert.equal(again.replayed, 'true');
+    assert.equal(again.body, first.body);
+    assert.equal(again.location, first.location);
+    assert.equal(await countForms(), before + 1);
+  });
+
+  it('the same key with another body or path is 422 idempotency_key_reused and changes nothing', async () => {
+    const key = 'reuse-1';
+    const h = { ...headers, 'idempotency-key': key };
+    const first = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'A' } });
+    assert.equal(first.statusCode, 201);
+    const count = await countForms();
+    // The same body written otherwise (spacing) is the same request.
+    const spaced = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...h, 'content-type': 'application/json' }, payload: '{ "title" : "A" }' });
+    assert.equal(spaced.statusCode, 201);
+    assert.equal(spaced.body, first.body);
+    const other = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'B' } });
+    assert.equal(other.statusCode, 422);
+    assert.equal(other.json().code, 'idempotency_key_reused');
+    const id = first.json().data.id as string;
+    const path = await ctx.app.inject({ method: 'POST', url: `${FORMS}/${id}/sections`, headers: h, payload: { title: 'A' } });
+    assert.equal(path.statusCode, 422);
+    assert.equal(path.json().code, 'idempotency_key_reused');
+    assert.equal(await countForms(), count);
+  });
+
+  it('keys belong to a workspace: another workspace may use the same key', async () => {
+    const other = bearer(await ctx.key(['forms:read', 'forms:write'], 'idem-other'));
+    const a = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'idempotency-key': 'shared' }, payload: { title: 'Mine' } });
+    const b = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...other, 'idempotency-key': 'shared' }, payload: { title: 'Theirs' } });
+    assert.equal(a.statusCode, 201);
+    assert.equal(b.statusCode, 201);
+    assert.equal(b.headers['idempotent-replayed'], undefined);
+    assert.notEqual(a.json().data.id, b.json().data.id);
+  });
+
+  it('an error answer is kept and replayed; a malformed key is 400', async () => {
+    const missing = `${FORMS}/0190a0a0-0000-7000-8000-000000000000/sections`;
+    const h = { ...headers, 'idempotency-key': 'err-1' };
+    const first = await ctx.app.inject({ method: 'POST', url: missing, headers: h, payload: { title: 'S' } });
+    assert.equal(first.statusCode, 404);
+    const again = await ctx.app.inject({ method: 'POST', url: missing, headers: h, payload: { title: 'S' } });
+    assert.equal(again.statusCode, 404);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body, first.body);
+    for (const bad of ['', 'x'.repeat(256), 'tab\there', 'é']) {
+      const res = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'idempotency-key': bad }, payload: { title: 'T' } });
+      assert.equal(res.statusCode, 400, JSON.stringify(bad));
+      assert.equal(res.json().code, 'validation_failed');
+    }
+  });
+
+  it('a body refused by its schema does not take the key', async () => {
+    const h = { ...headers, 'idempotency-key': 'schema-1' };
+    const bad = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'T', nope: 1 } });
+    assert.equal(bad.statusCode, 400);
+    const good = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'T' } });
+    assert.equal(good.statusCode, 201);
+    assert.equal(good.headers['idempotent-replayed'], undefined);
+  });
+
+  it('an expired key (24 hours) runs the request again', async () => {
+    const h = { ...headers, 'idempotency-key': 'old-1' };
+    const first = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Old' } });
+    assert.equal(first.statusCode, 201);
+    await ctx.store.db.updateTable('idempotency_keys').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('key', '=', 'old-1').execute();
+    const again = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Old' } });
+    assert.equal(again.statusCode, 201);
+    assert.equal(again.headers['idempotent-replayed'], undefined);
+    assert.notEqual(again.json().data.id, first.json().data.id);
+  });
+
+  it('a claim left running by a server that died is taken over once its lease has passed', async () => {
+    const h = { ...headers, 'idempotency-key': 'stale-1' };
+    const workspaceId = (await ctx.app.inject({ method: 'POST', url: FORMS, headers, payload: { title: 'W' } })).json().data.workspaceId as string;
+    const now = Date.now();
+    await ctx.store.db
+      .insertInto('idempotency_keys')
+      .values({
+        workspace_id: workspaceId, key: 'stale-1', method: 'POST', path: FORMS, fingerprint: null, state: 'running',
+        locked_until: new Date(now + 60_000).toISOString(), response_status: null, response_headers: null, response_body: null,
+        created_at: new Date(now).toISOString(), expires_at: new Date(now + 86_400_000).toISOString(),
+      })
+      .execute();
+    const busy = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S' } });
+    assert.equal(busy.statusCode, 409);
+    assert.equal(busy.json().code, 'idempotency_key_in_progress');
+    await ctx.store.db.updateTable('idempotency_keys').set({ locked_until: new Date(now - 1).toISOString() }).where('key', '=', 'stale-1').execute();
+    const taken = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S' } });
+    assert.equal(taken.statusCode, 201);
+    const replay = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S' } });
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.body, taken.body);
+  });
+
+  it('uploads: a retry (another multipart boundary) replays; another file or title is 422; one document is stored', async () => {
+    const pdf = await makePdf([{ width: 612, height: 792 }]);
+    const other = await makePdf([{ width: 300, height: 300 }]);
+    const send = (data: Buffer, parts: Array<{ name: string; data: string }> = []) => {
+      const body = multipart([{ name: 'file', data, filename: 'contract.pdf' }, ...parts]);
+      return ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers, 'idempotency-key': 'upload-1' }, payload: body.payload });
+    };
+    const first = await send(pdf);
+    assert.equal(first.statusCode, 201);
+    const again = await send(pdf);
+    assert.equal(again.statusCode, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body, first.body);
+    assert.equal(again.headers.location, first.headers.location);
+    const sameTitle = await send(pdf, [{ name: 'title', data: 'contract.pdf' }]);
+    assert.equal(sameTitle.statusCode, 201);
+    const otherFile = await send(other);
+    assert.equal(otherFile.statusCode, 422);
+    assert.equal(otherFile.json().code, 'idempotency_key_reused');
+    const otherTitle = await send(pdf, [{ name: 'title', data: 'Another' }]);
+    assert.equal(otherTitle.statusCode, 422);
+    const list = await ctx.app.inject({ method: 'GET', url: DOCS, headers });
+    assert.equal(list.json().meta.total, 1);
+  });
+
+  it('a refused upload lets its key go', async () => {
+    const body = multipart([{ name: 'file', data: 'not a pdf', filename: 'x.txt' }]);
+    const h = { ...headers, ...body.headers, 'idempotency-key': 'upload-bad' };
+    const bad = await ctx.app.inject({ method: 'POST', url: DOCS, headers: h, payload: body.payload });
+    assert.equal(bad.statusCode, 415);
+    const pdf = multipart([{ name: 'file', data: await makePdf([{ width: 612, height: 792 }]), filename: 'x.pdf' }]);
+    const good = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...pdf.headers, 'idempotency-key': 'upload-bad' }, payload: pdf.payload });
+    assert.equal(good.statusCode, 201);
+  });
+});

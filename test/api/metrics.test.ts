@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { makePdf, multipart } from '../helpers/files.js';
+
+const TOKEN = 'metrics-token-0123456789';
+
+describe('GET /metrics', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+
+  before(async () => {
+    ctx = await createTestContext({ rateLimit: 2, metrics: { enabled: true, token: TOKEN } });
+    headers = bearer(await ctx.key(['forms:read', 'forms:write', 'documents:write'], 'metrics'));
+  });
+  after(() => ctx.close());
+
+  const scrape = (auth: Record<string, string> = { authorization: `Bearer ${TOKEN}` }) => ctx.app.inject({ method: 'GET', url: '/metrics', headers: auth });
+
+  it('needs the token when METRICS_TOKEN is set', async () => {
+    const none = await scrape({});
+    assert.equal(none.statusCode, 401);
+    assert.equal(none.json().code, 'missing_api_key');
+    const wrong = await scrape({ authorization: 'Bearer nope' });
+    assert.equal(wrong.statusCode, 401);
+    assert.equal(wrong.json().code, 'invalid_api_key');
+  });
+
+  it('counts requests by route and status, refusals, uploads, replays; reports parse jobs and process metrics; is not rate limited', async () => {
+    await ctx.app.inject({ method: 'POST', url: '/api/v1/forms', headers: { ...headers, 'idempotency-key': 'm1' }, payload: { title: 'M' } });
+    await ctx.app.inject({ method: 'POST', url: '/api/v1/forms', headers: { ...headers, 'idempotency-key': 'm1' }, payload: { title: 'M' } });
+    const pdf = multipart([{ name: 'file', data: await makePdf([{ width: 612, height: 792 }]), filename: 'a.pdf' }]);
+    const upload = await ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...headers, ...pdf.headers }, payload: pdf.payload });
+    assert.equal(upload.statusCode, 429, 'the third request of the minute');
+    for (let i = 0; i < 5; i++) assert.equal((await scrape()).statusCode, 200, 'scrapes are never rate limited');
+    const res = await scrape();
+    assert.match(res.headers['content-type'] as string, /^text\/plain; version=0\.0\.4/);
+    const text = res.body;
+    assert.match(text, /formsign_http_requests_total\{method="POST",route="\/api\/v1\/forms",status="201"\} 2/);
+    assert.match(text, /formsign_http_request_duration_seconds_bucket\{le="[^"]+",method="POST",route="\/api\/v1\/forms",status="201"\} \d/);
+    assert.match(text, /formsign_rate_limit_refusals_total 1/);
+    assert.match(text, /formsign_uploads_total\{status="429"\} 1/);
+    assert.match(text, /formsign_idempotent_replays_total 1/);
+    assert.match(text, /formsign_parse_jobs\{status="pending"\} 0/);
+    assert.match(text, /formsign_parse_queue_depth 0/);
+    assert.match(text, /process_resident_memory_bytes \d+/);
+    assert.match(text, /nodejs_eventloop_lag_seconds/);
+    assert.ok(!text.includes('route="/metrics"'));
+  });
+});
+
+describe('metrics off by default; compression', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  before(async () => {
+    ctx = await createTestContext();
+    headers = bearer(await ctx.key(['forms:read', 'forms:write'], 'compress'));
+  });
+  after(() => ctx.close());
+
+  it('GET /metrics is 404 without METRICS=true', async () => {
+    assert.equal((await ctx.app.inject({ method: 'GET', url: '/metrics' })).statusCode, 404);
+  });
+
+  it('JSON above 1 KiB is compressed as accepted (br preferred, gzip); small answers and those not accepting are not', async () => {
+    const form = (await ctx.app.inject({ method: 'POST', url: '/api/v1/forms', headers, payload: { title: 'Big', description: 'x'.repeat(900), settings: { notes: 'y'.repeat(2000) } } })).json().data;
+    const plain = await ctx.app.inject({ method: 'GET', url: `/api/v1/forms/${form.id}`, headers });
+    assert.equal(plain.headers['content-encoding'], undefined);
+    const br = await ctx.app.inject({ method: 'GET', url: `/api/v1/forms/${form.id}`, headers: { ...headers, 'accept-encoding': 'gzip, br' } });
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(br.headers.etag, plain.headers.etag);
+    assert.ok(br.rawPayload.length < plain.rawPayload.length / 3);
+    assert.equal(zlib.brotliDecompressSync(br.rawPayload).toString(), plain.body);
+    const gzip = await ctx.app.inject({ method: 'GET', url: `/api/v1/forms/${form.id}`, headers: { ...headers, 'accept-encoding': 'gzip' } });
+    assert.equal(gzip.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(gzip.rawPayload).toString(), plain.body);
+    const small = await ctx.app.inject({ method: 'GET', url: '/api/v1/forms?limit=1&status=archived', headers: { ...headers, 'accept-encoding': 'br' } });
+    assert.equal(small.headers['content-encoding'], undefined);
+    // An idempotent replay is compressed the same way and decompresses to the kept bytes.
+    const first = await ctx.app.inject({ method: 'POST', url: '/api/v1/forms', headers: { ...headers, 'idempotency-key': 'c1', 'accept-encoding': 'gzip' }, payload: { title: 'Z', settings: { notes: 'z'.repeat(2000) } } });
+    const replay = await ctx.app.inject({ method: 'POST', url: '/api/v1/forms', headers: { ...headers, 'idempotency-key': 'c1' }, payload: { title: 'Z', settings: { notes: 'z'.repeat(2000) } } });
+    assert.equal(first.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(first.rawPayload).toString(), replay.body);
+  });
+});
