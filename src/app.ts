@@ -18,7 +18,10 @@ import { fieldRoutes } from './http/routes/fields.js';
 import { formRoutes } from './http/routes/forms.js';
 import { revisionRoutes } from './http/routes/revisions.js';
 import { parseJobRoutes } from './http/routes/parse-jobs.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 import { DEFAULT_QUEUE_OPTIONS, JobQueue } from './jobs/queue.js';
+import { parseJobSettled } from './services/parse-jobs/events.js';
+import type { WebhookDeps } from './services/deps.js';
 import { operationRoutes } from './http/routes/operations.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import { createCaches } from './services/caches.js';
@@ -70,6 +73,11 @@ export interface AppDeps {
   jobs?: ParseJobDeps;
   /** Limits on slow and numerous clients (default: `DEFAULT_HTTP_LIMITS`). */
   http?: Partial<HttpLimits>;
+  /**
+   * Webhooks: what receivers may be (default: https and public addresses only), name resolution
+   * (tests), and this process's dispatcher to wake when a test event or redelivery is queued.
+   */
+  webhooks?: Partial<WebhookDeps>;
   /** `GET /metrics` (default: off). */
   metrics?: MetricsConfig;
 }
@@ -283,7 +291,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock,
     maxUploadBytes: deps.maxUploadBytes,
     revisionBytesPerWorkspace: deps.revisionBytesPerWorkspace,
-    jobs: deps.jobs ?? { queue: new JobQueue(deps.store, { ...DEFAULT_QUEUE_OPTIONS, now }), wake: () => {}, aiConfigured: false },
+    jobs: deps.jobs ?? { queue: new JobQueue(deps.store, { ...DEFAULT_QUEUE_OPTIONS, now, settled: parseJobSettled }), wake: () => {}, aiConfigured: false },
+    webhooks: { policy: { allowHttp: false, allowPrivate: false }, wake: () => {}, ...deps.webhooks },
     caches: createCaches(),
     uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }),
     downloads: {
@@ -295,7 +304,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Every route module is registered the same way: `routes(scope, routeDeps)`, its paths literal
   // under the prefix (`grep "revisions/:version" src/http/routes` finds the route).
   await app.register(async (scope) => operationRoutes(scope, routeDeps));
-  for (const routes of [formRoutes, contentRoutes, documentRoutes, fieldRoutes, revisionRoutes, parseJobRoutes]) {
+  for (const routes of [formRoutes, contentRoutes, documentRoutes, fieldRoutes, revisionRoutes, parseJobRoutes, webhookRoutes]) {
     await app.register(async (scope) => routes(scope, routeDeps), { prefix: API_PREFIX });
   }
 

@@ -42,6 +42,8 @@ export interface Config {
   http: HttpLimits;
   /** How long a write waits, off the event loop, for SQLite's lock held by another process. */
   sqliteBusyWaitMs: number;
+  /** Outbound webhook deliveries (src/webhooks/; README, Webhooks). */
+  webhooks: WebhookSettings;
   /** `GET /metrics` (METRICS=true), and the bearer token it then requires (METRICS_TOKEN), if any. */
   metrics: MetricsConfig;
   /** Where stored files live (`BLOB_STORE`). */
@@ -50,6 +52,22 @@ export interface Config {
   publicBaseUrl: string | null;
   /** How long a `downloadUrl` works (`DOWNLOAD_URL_EXPIRES_S`, default 900 s). */
   downloadUrlExpiresS: number;
+}
+
+export interface WebhookSettings {
+  /** `WEBHOOK_ALLOW_HTTP`: plain `http://` receivers are accepted (tests, closed networks). */
+  allowHttp: boolean;
+  /** `WEBHOOK_ALLOW_PRIVATE`: receivers may resolve to loopback, private, link-local or metadata addresses. */
+  allowPrivate: boolean;
+  /** `WEBHOOK_TIMEOUT_MS`: one attempt, connection to last byte read (default 10 s). */
+  timeoutMs: number;
+  /** `WEBHOOK_CONCURRENCY`: attempts in flight at once in one process (default 64). */
+  concurrency: number;
+  /**
+   * `WEBHOOK_RETRY_SCALE`: multiplies every wait of the retry schedule and the 5-day period after
+   * which a failing endpoint is disabled (default 1). For tests only: 0.00001 runs a day in a second.
+   */
+  retryScale: number;
 }
 
 export interface MetricsConfig {
@@ -152,6 +170,22 @@ function trustProxy(env: Env): false | number | string {
     }
   }
   return parts.join(',');
+}
+
+
+function webhooks(env: Env): WebhookSettings {
+  const rawScale = read(env, 'WEBHOOK_RETRY_SCALE');
+  const retryScale = rawScale === undefined ? 1 : Number(rawScale);
+  if (rawScale !== undefined && !(/^[0-9.eE+-]+$/.test(rawScale) && retryScale > 0 && retryScale <= 1)) {
+    throw new ConfigError('WEBHOOK_RETRY_SCALE', `must be a number above 0 and at most 1 (got ${JSON.stringify(rawScale)})`);
+  }
+  return {
+    allowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP', false),
+    allowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    retryScale,
+  };
 }
 
 function ai(env: Env): AiConfig | null {
@@ -271,6 +305,7 @@ export function loadConfig(env: Env = process.env): Config {
     ai: ai(env),
     http: httpLimits(env),
     sqliteBusyWaitMs: integer(env, 'SQLITE_BUSY_WAIT_MS', 5_000, 0, 600_000),
+    webhooks: webhooks(env),
     metrics: metrics(env),
     blobs: blobConfig(env, databaseUrl),
     publicBaseUrl: publicBaseUrl(env),

@@ -16,13 +16,17 @@ import { createStore, type Store } from './store/db.js';
 import { sweepBlobs } from './store/blob-locks.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
+import type { WorkerLog } from './jobs/worker.js';
+import type { WebhookDispatcher } from './webhooks/dispatcher.js';
 
 const USAGE = `Usage: formsign <command>
 
 Commands:
   serve [--no-worker]        run the HTTP API (migrates the database first) and, unless told
-                             not to, one parse-job worker in the same process
-  worker [--concurrency <n>] run parse-job workers only (scale-out: any number of processes)
+                             not to, one parse-job worker and the webhook deliveries in the
+                             same process
+  worker [--concurrency <n>] run parse-job workers and webhook deliveries only (scale-out: any
+                             number of processes)
   migrate                    apply pending database migrations and exit
   keys create --workspace <slug> --name <name> --grants <g1,g2,…> [--expires <ISO time>] [--json]
   keys list [--json]
@@ -34,7 +38,8 @@ WORKER_STOP_GRACE_MS, AI_BASE_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_MS, AI_MAX_R
 HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, MIN_BODY_BYTES_PER_SECOND,
 BODY_RATE_GRACE_MS, MAX_UPLOADS_PER_WORKSPACE, MAX_UPLOADS, SQLITE_BUSY_WAIT_MS, BLOB_STORE,
 S3_ENDPOINT, S3_BUCKET, S3_REGION, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE,
-S3_PREFIX, PUBLIC_BASE_URL, DOWNLOAD_URL_EXPIRES_S (see README.md).`;
+S3_PREFIX, PUBLIC_BASE_URL, DOWNLOAD_URL_EXPIRES_S, WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE,
+WEBHOOK_TIMEOUT_MS, WEBHOOK_CONCURRENCY, WEBHOOK_RETRY_SCALE (see README.md).`;
 
 /** Uploads in flight (of this server or, on PostgreSQL, of others) may be between their journal entry and their row: only older entries are orphans. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
@@ -109,8 +114,11 @@ async function serve(config: Config, args: string[]): Promise<void> {
   const pdf = new PdfAnalyzer();
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
+  const { parseJobSettled } = await import('./services/parse-jobs/events.js');
+  // Its final states record the parse job's webhook event in the same transaction.
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now(), settled: parseJobSettled });
   let worker: InstanceType<typeof ParseWorker> | null = null;
+  let dispatcher: WebhookDispatcher | null = null;
   const app = await buildApp({
     store,
     limiter,
@@ -129,12 +137,15 @@ async function serve(config: Config, args: string[]): Promise<void> {
     clock,
     metrics: config.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: config.ai !== null },
+    webhooks: { policy: { allowHttp: config.webhooks.allowHttp, allowPrivate: config.webhooks.allowPrivate }, wake: () => dispatcher?.wake() },
   });
   if (!flags['no-worker']) {
+    // Loaded before anything runs: nothing awaits between the start of the work and the signal handlers below.
+    dispatcher = await startDispatcher(config, store, app.log);
     worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config), clock });
     worker.start();
   }
-  app.log.info(worker ? `parse jobs run in this process (worker ${worker.owner})` : 'no parse worker in this process (--no-worker): run `formsign worker`');
+  app.log.info(worker ? `parse jobs and webhook deliveries run in this process (worker ${worker.owner})` : 'no parse worker and no webhook deliveries in this process (--no-worker): run `formsign worker`');
   app.log.info(`stored files: ${blobs.kind}`);
   if (swept.temps || swept.partial || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
@@ -158,7 +169,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
     app.log.info(`${signal}: no new requests; finishing the ones in flight`);
     try {
       // The worker stops claiming at once; HTTP drains meanwhile.
-      await Promise.all([app.close(), worker?.stop(config.workerGraceMs)]);
+      await Promise.all([app.close(), worker?.stop(config.workerGraceMs), dispatcher?.stop(config.workerGraceMs)]);
       await pdf.close();
       await limiter.close();
       await blobs.close();
@@ -178,6 +189,15 @@ async function serve(config: Config, args: string[]): Promise<void> {
 
 const detectionLimits = (config: Config) => ({ timeoutMs: config.detectTimeoutMs, maxMemoryMb: config.detectMaxMemoryMb });
 
+/** Webhook deliveries of this process (src/webhooks/dispatcher.ts), started. */
+async function startDispatcher(config: Config, store: Store, log: WorkerLog): Promise<WebhookDispatcher> {
+  const { WebhookDispatcher } = await import('./webhooks/dispatcher.js');
+  const { timeoutMs, concurrency, retryScale, allowHttp, allowPrivate } = config.webhooks;
+  const dispatcher = new WebhookDispatcher({ store, log, policy: { allowHttp, allowPrivate }, timeoutMs, concurrency, retryScale });
+  dispatcher.start();
+  return dispatcher;
+}
+
 /** `formsign worker`: parse-job workers without the HTTP API. */
 async function workers(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { concurrency: { type: 'string', default: '1' } }, strict: true });
@@ -190,18 +210,22 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
   const { ParseWorker } = await import('./jobs/worker.js');
   const clock = systemClock;
-  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now() });
+  const { parseJobSettled } = await import('./services/parse-jobs/events.js');
+  // Its final states record the parse job's webhook event in the same transaction.
+  const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now(), settled: parseJobSettled });
   const blobs = await openBlobStore(config, store);
   const all = Array.from({ length: concurrency }, () => new ParseWorker({ store, queue, blobs, log, ai: config.ai, detectionLimits: detectionLimits(config), clock }));
+  // Loaded before anything runs: nothing awaits between the start of the work and the signal handlers below.
+  const dispatcher = await startDispatcher(config, store, log);
   for (const w of all) w.start();
-  log.info({ workers: all.map((w) => w.owner), database: store.dialect }, 'parse-job workers started');
+  log.info({ workers: all.map((w) => w.owner), webhooks: dispatcher.owner, database: store.dialect }, 'parse-job workers and webhook deliveries started');
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) process.exit(1);
     stopping = true;
     log.info(`${signal}: no new jobs; finishing or handing back the running ones`);
     try {
-      await Promise.all(all.map((w) => w.stop(config.workerGraceMs)));
+      await Promise.all([...all.map((w) => w.stop(config.workerGraceMs)), dispatcher.stop(config.workerGraceMs)]);
       await blobs.close();
       await store.close();
       log.info('stopped');

@@ -11,6 +11,7 @@ export const PERMISSIONS = [
   'forms:write',
   'forms:delete',
   'revisions:read',
+  'webhooks:manage',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];
@@ -25,6 +26,7 @@ export const SCOPE_SPELLING: Record<Permission, string | null> = {
   'forms:write': 'write:forms',
   'forms:delete': 'delete:forms',
   'revisions:read': 'read:revisions',
+  'webhooks:manage': 'webhooks',
 };
 
 const BY_SPELLING = new Map<string, Permission>();

@@ -64,6 +64,8 @@ export const RESOURCE_TAGS = new Map<string, TagLookup>([
   ['/api/v1/forms/:/questions/:', child('form_questions', 'forms', 'form_id')],
   ['/api/v1/forms/:/sections/:', child('form_sections', 'forms', 'form_id')],
   ['/api/v1/forms/:/rules/:', child('form_rules', 'forms', 'form_id')],
+  // Webhook endpoints are deleted for good (no `deleted_at`).
+  ['/api/v1/webhooks/:', (db, workspaceId, [id]) => stamp(db, sql<{ id: string; updated_at: string }>`select id, updated_at from webhook_endpoints where id = ${id} and workspace_id = ${workspaceId}`)],
 ]);
 
 function hashTag(text: string | Buffer): string {

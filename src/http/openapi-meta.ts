@@ -134,6 +134,15 @@ export const OPERATIONS: Record<string, OperationMeta> = {
   'POST /api/v1/forms/{id}/rules': op('createFormRule', 'Rules', 'Create a rule', 'Adds a rule in the short form (one condition) or the full form (`match` and `conditions`). A rule that would make a target depend on itself is `400 rule_cycle`.', 'The rule created', ['form_not_editable', 'rule_cycle']),
   'PUT /api/v1/forms/{id}/rules/{rid}': op('updateFormRule', 'Rules', 'Update a rule', 'Changes the keys given, in either form; conditions sent replace the old ones.', 'The rule as updated', ['form_not_editable', 'rule_cycle']),
   'DELETE /api/v1/forms/{id}/rules/{rid}': op('deleteFormRule', 'Rules', 'Delete a rule', 'Removes the rule.', 'The id of the rule deleted', ['form_not_editable']),
+  'GET /api/v1/webhooks': op('listWebhooks', 'Webhooks', 'List webhook endpoints', 'Newest first, without their secrets. Paginated.', 'A page of endpoints'),
+  'POST /api/v1/webhooks': op('createWebhook', 'Webhooks', 'Register a webhook endpoint', 'An https URL that does not resolve to a private address, and the events it receives (or `["*"]`). At most 20 per workspace. The signing secret is in this answer only.', 'The endpoint with its secret'),
+  'GET /api/v1/webhooks/{id}': op('getWebhook', 'Webhooks', 'Get a webhook endpoint', 'The endpoint, without its secret; `disabledReason` says why the service disabled it.', 'The endpoint'),
+  'PUT /api/v1/webhooks/{id}': op('updateWebhook', 'Webhooks', 'Update a webhook endpoint', 'Only the keys given; `enabled: true` turns a disabled endpoint back on.', 'The endpoint'),
+  'DELETE /api/v1/webhooks/{id}': op('deleteWebhook', 'Webhooks', 'Delete a webhook endpoint', 'Removes the endpoint with its delivery log.', 'The id of the endpoint deleted'),
+  'POST /api/v1/webhooks/{id}/rotate-secret': op('rotateWebhookSecret', 'Webhooks', 'Rotate the signing secret', 'A new secret; the previous one keeps signing beside it for 24 hours.', 'The endpoint with its new secret'),
+  'POST /api/v1/webhooks/{id}/test': op('sendWebhookTest', 'Webhooks', 'Send a test event', 'Queues a `webhook_test` event to this endpoint alone (also while it is disabled).', 'The queued delivery'),
+  'GET /api/v1/webhooks/{id}/deliveries': op('listWebhookDeliveries', 'Webhooks', 'List the deliveries to an endpoint', 'Newest first, each with its attempts. Paginated; `?status=` filters.', 'A page of deliveries'),
+  'POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver': op('redeliverWebhook', 'Webhooks', 'Redeliver an event', 'Queues the delivery again, now, with the same event id and a fresh retry schedule.', 'The queued delivery'),
 };
 
 /** `/api/v1/forms/:id` → `/api/v1/forms/{id}` (the document's spelling). */

@@ -30,6 +30,11 @@ export interface QueueOptions {
   /** Wait before attempt `n + 1` after attempt `n` failed. */
   backoffMs(attempt: number): number;
   now?: () => number;
+  /**
+   * Called in the transaction that writes a job's final state (`completed` or `failed`): what must
+   * commit with it (the parse job's webhook event, `services/parse-jobs/events.ts`).
+   */
+  settled?: (trx: Transaction<Database>, job: JobRow, status: 'completed' | 'failed') => Promise<void>;
 }
 
 export const DEFAULT_QUEUE_OPTIONS: QueueOptions = {
@@ -113,6 +118,7 @@ export class JobQueue {
             .set({ status: 'failed', lease_owner: null, lease_expires_at: null, error_code: 'worker_lost', error_message: `The worker running this job stopped answering ${attempts} time(s).`, completed_at: now, updated_at: now })
             .where('id', '=', row.id)
             .execute();
+          await this.options.settled?.(trx, row as JobRow, 'failed');
         } else {
           await trx
             .updateTable('jobs')
@@ -240,6 +246,7 @@ export class JobQueue {
         })
         .where('id', '=', id)
         .execute();
+      await this.options.settled?.(trx, job, 'completed');
       return true;
     });
   }
@@ -260,6 +267,7 @@ export class JobQueue {
           .set({ status: 'failed', lease_owner: null, lease_expires_at: null, error_code: error.code, error_message: error.message, completed_at: now, updated_at: now })
           .where('id', '=', id)
           .execute();
+        await this.options.settled?.(trx, job, 'failed');
       } else {
         await trx
           .updateTable('jobs')

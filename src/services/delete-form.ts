@@ -1,7 +1,9 @@
 import { isoNow } from '../domain/clock.js';
 import { deleteFormRow, softDeleteForm } from '../store/forms.js';
 import { releaseRevisionBytes } from '../store/revisions.js';
+import { recordEvent } from '../webhooks/events.js';
 import type { Deps, Principal } from './deps.js';
+import { isLive } from './events.js';
 
 /** `DELETE /forms/{id}`: soft delete hides the form; permanent delete removes it (also when already soft-deleted). */
 export async function deleteForm(deps: Deps, principal: Principal, input: { formId: string; permanent: boolean }): Promise<void> {
@@ -12,9 +14,15 @@ export async function deleteForm(deps: Deps, principal: Principal, input: { form
     await store.db.transaction().execute(async (trx) => {
       // Its revisions go with it (the rows cascade): their bytes go back to the workspace's budget.
       await releaseRevisionBytes(trx, 'form', workspaceId, id);
+      // One soft-deleted before was announced then.
+      const live = await isLive(trx, 'forms', workspaceId, id);
       await deleteFormRow(trx, workspaceId, id);
+      if (live) await recordEvent(trx, workspaceId, 'form_deleted', { id });
     });
     return;
   }
-  await softDeleteForm(store.db, workspaceId, id, isoNow(clock));
+  await store.db.transaction().execute(async (trx) => {
+    await softDeleteForm(trx, workspaceId, id, isoNow(clock));
+    await recordEvent(trx, workspaceId, 'form_deleted', { id });
+  });
 }

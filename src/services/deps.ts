@@ -5,6 +5,7 @@ import type { AnalyzeDeps } from '../files/analyze.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { Store } from '../store/db.js';
 import type { Principal } from '../store/keys.js';
+import type { LookupFn, OutboundPolicy } from '../webhooks/safety.js';
 import type { Caches } from './caches.js';
 
 export type { Principal };
@@ -16,6 +17,14 @@ export interface ParseJobDeps {
   wake(): void;
   /** Whether an AI engine is configured (AI_BASE_URL …). */
   aiConfigured: boolean;
+}
+
+/** Webhooks: what receivers may be, name resolution (tests), and this process's dispatcher to wake. */
+export interface WebhookDeps {
+  policy: OutboundPolicy;
+  lookup?: LookupFn;
+  /** Tells this process's dispatcher (if it runs one) that a delivery was queued. */
+  wake(): void;
 }
 
 /**
@@ -35,4 +44,5 @@ export interface Deps extends AnalyzeDeps {
   jobs: ParseJobDeps;
   /** Per-server caches of derived values (compiled logic, content as JSON). */
   caches: Caches;
+  webhooks: WebhookDeps;
 }

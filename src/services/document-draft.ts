@@ -5,6 +5,7 @@ import { markDocumentChanged } from '../store/documents.js';
 import { lockLiveDocument } from '../store/live.js';
 import type { Database, DocumentRow } from '../store/schema.js';
 import type { Deps } from './deps.js';
+import { documentUpdated } from './events.js';
 
 /**
  * Every change of a document's draft (its fields) goes through here: in one transaction holding
@@ -24,7 +25,10 @@ export async function editDocumentDraft<T>(
     if (document.status === 'archived') throw new AppError('document_not_editable', 'This document is archived and read only: its fields cannot change.');
     const result = await work(trx, document);
     const unchanged = typeof result === 'object' && result !== null && (result as { changed?: boolean }).changed === false;
-    if (!unchanged) await markDocumentChanged(trx, documentId, isoNow(clock));
+    if (!unchanged) {
+      await markDocumentChanged(trx, documentId, isoNow(clock));
+      await documentUpdated(trx, workspaceId, documentId);
+    }
     return result;
   });
 }

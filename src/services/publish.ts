@@ -30,6 +30,7 @@ import {
   type RevisionView,
 } from '../store/revisions.js';
 import type { Database, DocumentRow, FormRow } from '../store/schema.js';
+import { recordEvent } from '../webhooks/events.js';
 import type { Deps, Principal } from './deps.js';
 
 /**
@@ -81,7 +82,7 @@ export async function publishFormLocked(
   if (prepared) {
     const frozen = { hash: prepared.hash, text: prepared.text, summary: prepared.summary, describe: () => prepared.summary };
     const revision = await freeze(trx, 'form', row.workspace_id, row.id, prepared.version, prepared.now, frozen, {}, options);
-    return revision && { form: prepared.form, revision };
+    return published(trx, row.workspace_id, 'form_published', revision && { form: prepared.form, revision });
   }
   const content = await loadContent(trx, row.id);
   const version = nextVersion(row);
@@ -94,7 +95,7 @@ export async function publishFormLocked(
     frozenOf(snapshot, definition, (previous) => summarize(diffForms(previous === null ? null : formDefinition(previous as FormSnapshot), definition), previous === null)),
     {}, options,
   );
-  return revision && { form, revision };
+  return published(trx, row.workspace_id, 'form_published', revision && { form, revision });
 }
 
 /**
@@ -226,7 +227,7 @@ export async function publishDocumentLocked(
     frozenOf(snapshot, definition, (previous) => summarize(diffDocuments(previous === null ? null : documentDefinition(previous as DocumentSnapshot), definition), previous === null)),
     { sha256: row.sha256, rendition_sha256: row.rendition_sha256 }, options,
   );
-  return revision && { document, revision };
+  return published(trx, row.workspace_id, 'document_published', revision && { document, revision });
 }
 
 /** `POST /documents/{id}/publish`: `409 no_changes` when there is nothing to publish. */
@@ -248,4 +249,10 @@ export async function publishDocument(
   );
   if (!published) throw noChanges('document');
   return published;
+}
+
+/** Records the `…_published` event of a publish that happened (`result` not null), in its transaction. */
+async function published<T extends { revision: RevisionView }>(trx: Transaction<Database>, workspaceId: string, type: 'form_published' | 'document_published', result: T | null): Promise<T | null> {
+  if (result) await recordEvent(trx, workspaceId, type, result as unknown as Record<string, unknown>);
+  return result;
 }

@@ -7,6 +7,7 @@ import { withVersionRetry } from '../store/revisions.js';
 import type { DocumentRow } from '../store/schema.js';
 import type { Deps, Principal } from './deps.js';
 import { checkDocumentTitle } from './document-title.js';
+import { documentUpdated } from './events.js';
 import { optionsOf, publishDocumentLocked } from './publish.js';
 
 /**
@@ -42,6 +43,7 @@ export async function updateDocument(
       changes.updated_at = isoNow(clock);
       await updateDocumentRow(trx, id, changes);
       updated = { ...row, ...changes };
+      await documentUpdated(trx, workspaceId, id);
     }
     if (patch.status === 'published') {
       const published = await publishDocumentLocked(clock, trx, updated, publishing);

@@ -4,6 +4,7 @@ import { assertForwardTransition, type Status } from '../domain/status.js';
 import { questionCounts, toForm, updateFormRow, type Form, type FormPatch } from '../store/forms.js';
 import { lockLiveForm, nextStamp } from '../store/live.js';
 import { withVersionRetry } from '../store/revisions.js';
+import { formUpdated } from './events.js';
 import type { Deps, Principal } from './deps.js';
 import { attributeChanges, optionsOf, prepareFormPublish, publishFormLocked, stillPrepared } from './publish.js';
 
@@ -42,6 +43,7 @@ export async function updateForm(deps: Deps, principal: Principal, input: { form
       changes.updated_at = ready && contentChanged ? ready.patchedStamp : nextStamp(row.updated_at, clock.now());
       await updateFormRow(trx, id, changes);
       updated = { ...row, ...changes };
+      await formUpdated(trx, workspaceId, id);
     }
     if (status === 'published') {
       const published = await publishFormLocked(clock, trx, updated, publishing, ready);

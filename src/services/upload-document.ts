@@ -9,6 +9,7 @@ import { analyzeUpload, MIME } from '../files/analyze.js';
 import { cleanup as cleanupRendition } from '../files/libreoffice.js';
 import { removeUnreferencedBlobs, withCommittedBlobs } from '../store/blob-locks.js';
 import { insertDocument, type DocumentView } from '../store/documents.js';
+import { recordEvent } from '../webhooks/events.js';
 import type { Deps, Principal } from './deps.js';
 import { checkDocumentTitle } from './document-title.js';
 
@@ -103,7 +104,11 @@ export async function uploadDocument(
           await blobs.put(temp.path, upload.sha256, upload.sizeBytes);
           if (rendition) await blobs.put(rendition.temp.path, rendition.sha256, rendition.size);
         },
-        (trx) => insertDocument(trx, row),
+        async (trx) => {
+          const document = await insertDocument(trx, row);
+          await recordEvent(trx, principal.workspaceId, 'document_created', { document });
+          return document;
+        },
       );
     } catch (error) {
       await removeUnreferencedBlobs(store, blobs, hashes).catch(() => {});

@@ -355,6 +355,73 @@ const MIGRATIONS: Migration[] = [
       await db.schema.createIndex('idempotency_keys_expires').on('idempotency_keys').column('expires_at').execute();
     },
   },
+  {
+    id: '0012_webhooks',
+    async up(db) {
+      // Webhook endpoints of a workspace (src/webhooks/). `secret` is needed in clear to sign;
+      // `previous_secret` keeps signing beside it until `previous_secret_expires_at` (rotation).
+      // `failing_since`: the first failed attempt since the last success (null when healthy).
+      await db.schema
+        .createTable('webhook_endpoints')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('events', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('enabled', 'integer', (c) => c.notNull())
+        .addColumn('disabled_reason', 'text')
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('previous_secret', 'text')
+        .addColumn('previous_secret_expires_at', 'text')
+        .addColumn('failing_since', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('webhook_endpoints_workspace').on('webhook_endpoints').columns(['workspace_id', 'created_at', 'id']).execute();
+      // The outbox: one row per event that some endpoint was subscribed to, written in the
+      // transaction of the change; `payload` is the exact body sent on every attempt.
+      await db.schema
+        .createTable('webhook_events')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('webhook_events_created').on('webhook_events').column('created_at').execute();
+      // One delivery per event and endpoint, claimed by the workers under a lease.
+      await db.schema
+        .createTable('webhook_deliveries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('workspace_id', 'text', (c) => c.notNull())
+        .addColumn('endpoint_id', 'text', (c) => c.notNull().references('webhook_endpoints.id').onDelete('cascade'))
+        .addColumn('event_id', 'text', (c) => c.notNull().references('webhook_events.id').onDelete('cascade'))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('manual', 'integer', (c) => c.notNull())
+        .addColumn('scheduled_attempts', 'integer', (c) => c.notNull())
+        .addColumn('next_attempt_at', 'text')
+        .addColumn('lease_owner', 'text')
+        .addColumn('lease_expires_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      // The claim reads each endpoint's due deliveries on this index (src/webhooks/dispatcher.ts).
+      await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['endpoint_id', 'status', 'next_attempt_at', 'id']).execute();
+      await db.schema.createIndex('webhook_deliveries_endpoint').on('webhook_deliveries').columns(['endpoint_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').column('event_id').execute();
+      await db.schema
+        .createTable('webhook_attempts')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('delivery_id', 'text', (c) => c.notNull().references('webhook_deliveries.id').onDelete('cascade'))
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('duration_ms', 'integer', (c) => c.notNull())
+        .addColumn('response_status', 'integer')
+        .addColumn('response_body', 'text')
+        .addColumn('error', 'text')
+        .execute();
+      await db.schema.createIndex('webhook_attempts_delivery').on('webhook_attempts').columns(['delivery_id', 'at']).execute();
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

@@ -192,6 +192,61 @@ export interface WorkspaceClaimRow {
   last_claimed_at: string;
 }
 
+/** A webhook endpoint (src/webhooks/); `events` is a JSON array of event names or `["*"]`. */
+export interface WebhookEndpointRow {
+  id: string;
+  workspace_id: string;
+  url: string;
+  events: string;
+  description: string | null;
+  enabled: number;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** An event in the outbox; `payload` is the body every attempt sends, byte for byte. */
+export interface WebhookEventRow {
+  id: string;
+  workspace_id: string;
+  type: string;
+  payload: string;
+  created_at: string;
+}
+
+export interface WebhookDeliveryRow {
+  id: string;
+  workspace_id: string;
+  endpoint_id: string;
+  event_id: string;
+  /** `pending` | `succeeded` | `failed`. */
+  status: string;
+  /** Queued by a person (test event, redelivery): sent even while the endpoint is disabled. */
+  manual: number;
+  /** Attempts made since the schedule last began (creation or redelivery): where it stands. */
+  scheduled_attempts: number;
+  next_attempt_at: string | null;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookAttemptRow {
+  id: string;
+  delivery_id: string;
+  at: string;
+  duration_ms: number;
+  response_status: number | null;
+  /** At most 1 KiB of the response body. */
+  response_body: string | null;
+  error: string | null;
+}
+
 /** A kept answer to a POST sent with an Idempotency-Key (src/store/idempotency.ts). */
 export interface IdempotencyKeyRow {
   workspace_id: string;
@@ -254,4 +309,8 @@ export interface Database {
   blob_checks: BlobCheckRow;
   server_secrets: ServerSecretRow;
   schema_migrations: SchemaMigrationRow;
+  webhook_endpoints: WebhookEndpointRow;
+  webhook_events: WebhookEventRow;
+  webhook_deliveries: WebhookDeliveryRow;
+  webhook_attempts: WebhookAttemptRow;
 }

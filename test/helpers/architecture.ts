@@ -74,10 +74,11 @@ export const MAY_IMPORT: Record<string, readonly string[]> = {
   files: ['domain'],
   detect: ['domain', 'files'],
   store: ['domain', 'blobs'],
-  services: ['domain', 'store', 'blobs', 'files', 'detect', 'jobs'],
+  webhooks: ['domain', 'store'],
+  services: ['domain', 'store', 'blobs', 'files', 'detect', 'jobs', 'webhooks'],
   jobs: ['domain', 'store', 'services', 'blobs', 'detect'],
-  http: ['domain', 'store', 'services', 'blobs', 'files', 'detect', 'limits', 'jobs'],
-  root: ['domain', 'store', 'services', 'blobs', 'files', 'detect', 'jobs', 'http', 'limits'],
+  http: ['domain', 'store', 'services', 'blobs', 'files', 'detect', 'limits', 'jobs', 'webhooks'],
+  root: ['domain', 'store', 'services', 'blobs', 'files', 'detect', 'jobs', 'http', 'limits', 'webhooks'],
 };
 
 /** Every import cycle of `graph`, each once (as the files along it, starting from its least). */

@@ -23,6 +23,9 @@ import { DEFAULT_QUEUE_OPTIONS, JobQueue, type QueueOptions } from '../../src/jo
 import { ParseWorker, type WorkerOptions } from '../../src/jobs/worker.js';
 import { createKey } from '../../src/store/keys.js';
 import { migrate } from '../../src/store/migrations.js';
+import { parseJobSettled } from '../../src/services/parse-jobs/events.js';
+import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js';
+import type { LookupFn, OutboundPolicy } from '../../src/webhooks/safety.js';
 
 /**
  * Test databases are real: a fresh SQLite file, or (FORMSIGN_TEST_DB=postgres) a fresh PostgreSQL
@@ -141,6 +144,8 @@ export interface TestContext {
   limiter: RateLimiter;
   queue: JobQueue;
   worker: ParseWorker | null;
+  /** The webhook dispatcher running in the test process (`options.webhooks.deliver`), if any. */
+  dispatcher: WebhookDispatcher | null;
   /** A new key in `workspace` (default: a fresh workspace) holding `grants` in any spelling. */
   key(grants: string[], workspace?: string, expiresAt?: string | null): Promise<string>;
   close(): Promise<void>;
@@ -174,6 +179,12 @@ export interface ContextOptions {
   makeBlobs?: (dataDir: string, store: Store) => BlobStore;
   /** Timeouts, the least body rate and the upload slots (default: the service's defaults). */
   http?: Partial<HttpLimits>;
+  /**
+   * Webhooks: the outbound policy (default: http and private addresses allowed, as receivers in
+   * tests listen on 127.0.0.1), name resolution, and whether a dispatcher delivers in the test
+   * process (`deliver`, with its options; polls every 20 ms).
+   */
+  webhooks?: { policy?: OutboundPolicy; lookup?: LookupFn; deliver?: boolean | Partial<DispatcherOptions> };
   /** `GET /metrics` (default: off, as in the service). */
   metrics?: { enabled: boolean; token: string | null };
 }
@@ -188,8 +199,10 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const staging = new Staging(path.join(dataDir, 'tmp'));
   const pdf = new PdfAnalyzer();
   const clock: Clock = options.clock ?? (options.now ? { now: options.now } : systemClock);
-  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), ...options.queue });
+  const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), settled: parseJobSettled, ...options.queue });
   let worker: ParseWorker | null = null;
+  let dispatcher: WebhookDispatcher | null = null;
+  const policy = options.webhooks?.policy ?? { allowHttp: true, allowPrivate: true };
   const app = await buildApp({
     store: database.store,
     limiter,
@@ -205,8 +218,14 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     http: options.http,
     metrics: options.metrics,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
+    webhooks: { policy, lookup: options.webhooks?.lookup, wake: () => dispatcher?.wake() },
   });
   await app.ready();
+  const deliver = options.webhooks?.deliver;
+  if (deliver) {
+    dispatcher = new WebhookDispatcher({ store: database.store, log: app.log, policy, lookup: options.webhooks?.lookup, pollMs: 20, ...(deliver === true ? {} : deliver) });
+    dispatcher.start();
+  }
   if (options.worker) {
     worker = new ParseWorker({ store: database.store, queue, blobs, log: app.log, pollMs: 50, detect: options.detect, ai: options.ai ?? null, clock });
     worker.start();
@@ -229,6 +248,9 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     get worker() {
       return worker;
     },
+    get dispatcher() {
+      return dispatcher;
+    },
     async key(grants, workspace = `ws-${crypto.randomBytes(4).toString('hex')}`, expiresAt = null) {
       const permissions = grants.map((g) => {
         const p = normalizeGrant(g);
@@ -240,6 +262,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     },
     async close() {
       await worker?.stop(1000);
+      await dispatcher?.stop(1000);
       await app.close();
       await pdf.close();
       await limiter.close();

@@ -33,11 +33,21 @@ describe('configuration', () => {
         uploadsTotal: 32,
       },
       sqliteBusyWaitMs: 5000,
+      webhooks: { allowHttp: false, allowPrivate: false, timeoutMs: 10_000, concurrency: 64, retryScale: 1 },
       metrics: { enabled: false, token: null },
       blobs: { kind: 'disk' },
       publicBaseUrl: null,
       downloadUrlExpiresS: 900,
     });
+  });
+
+  it('reads the webhook settings and refuses bad ones', () => {
+    const config = loadConfig({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_TIMEOUT_MS: '500', WEBHOOK_CONCURRENCY: '8', WEBHOOK_RETRY_SCALE: '0.001' });
+    assert.deepEqual(config.webhooks, { allowHttp: true, allowPrivate: true, timeoutMs: 500, concurrency: 8, retryScale: 0.001 });
+    assert.throws(() => loadConfig({ WEBHOOK_ALLOW_HTTP: 'maybe' }), /WEBHOOK_ALLOW_HTTP must be true or false/);
+    assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCALE: '2' }), /WEBHOOK_RETRY_SCALE/);
+    assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCALE: '0' }), /WEBHOOK_RETRY_SCALE/);
+    assert.throws(() => loadConfig({ WEBHOOK_TIMEOUT_MS: '10' }), /WEBHOOK_TIMEOUT_MS/);
   });
 
   it('reads METRICS and METRICS_TOKEN', () => {

@@ -6,7 +6,8 @@ import { SETTINGS_MAX_BYTES } from '../../domain/limits.js';
 import { deleteForm } from '../../services/delete-form.js';
 import { readFormWithContent } from '../../services/read-form.js';
 import { updateForm } from '../../services/update-form.js';
-import { createForm, listForms } from '../../store/forms.js';
+import { listForms } from '../../store/forms.js';
+import { createForm } from '../../services/create-form.js';
 import { pathId } from '../params.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { principalOf, workspaceOf } from '../principal.js';
@@ -54,7 +55,7 @@ export function formRoutes(app: FastifyInstance, deps: RouteDeps): void {
     handler: async (request, reply) => {
       const { title, description, settings } = request.body;
       checkSettings(settings);
-      const form = await createForm(store.db, workspaceOf(request), { title: checkTitle(title)!, description, settings }, isoNow(deps.clock));
+      const form = await createForm(deps, principalOf(request), { title: checkTitle(title)!, description, settings });
       reply.code(201).header('location', `/api/v1/forms/${form.id}`);
       return { success: true, data: form };
     },

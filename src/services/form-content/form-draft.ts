@@ -8,6 +8,7 @@ import { formBytes, loadContent, type FormContent, type QuestionView } from '../
 import { updateFormRow } from '../../store/forms.js';
 import { lockLiveForm, nextStamp } from '../../store/live.js';
 import type { Database } from '../../store/schema.js';
+import { formUpdated } from '../events.js';
 import type { Deps } from '../deps.js';
 
 // What the use cases on a form's sections, questions and rules share.
@@ -74,6 +75,7 @@ export async function editFormDraft<T>(
     if ((result as { changed?: boolean } | null)?.changed !== false) {
       if (grows) await assertFormSize(trx, formId);
       await updateFormRow(trx, formId, { has_unpublished_changes: 1, updated_at: nextStamp(form.updated_at, clock.now()) });
+      await formUpdated(trx, workspaceId, formId);
     }
     return result;
   });

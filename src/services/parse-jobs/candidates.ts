@@ -4,6 +4,7 @@ import type { DetectedField } from '../../detect/types.js';
 import { CHOICE_FIELD_TYPES, MAX_FIELDS_PER_DOCUMENT, validateField, type FieldSpec } from '../../domain/fields.js';
 import { newId } from '../../domain/ids.js';
 import { markDocumentChanged } from '../../store/documents.js';
+import { documentUpdated } from '../events.js';
 import { deleteAllFields, fieldSpecs, insertFieldRows, toFieldRow } from '../../store/fields.js';
 import type { Database, DocumentFieldRow, DocumentRow } from '../../store/schema.js';
 
@@ -67,6 +68,9 @@ export async function applyCandidates(
     rows.push(toFieldRow(newId(), document.id, spec, position++, now, now));
   }
   await insertFieldRows(trx, rows);
-  if (rows.length > 0 || deletedFieldIds.length > 0) await markDocumentChanged(trx, document.id, now);
+  if (rows.length > 0 || deletedFieldIds.length > 0) {
+    await markDocumentChanged(trx, document.id, now);
+    await documentUpdated(trx, document.workspace_id, document.id);
+  }
   return { createdFieldIds: rows.map((r) => r.id), deletedFieldIds };
 }
