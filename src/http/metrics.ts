@@ -15,8 +15,10 @@ import { sendError } from './errors.js';
  *   (the route's pattern, never the raw URL: a bounded number of series) and status;
  * - `formsign_rate_limit_refusals_total`, `formsign_uploads_total` by status,
  *   `formsign_idempotent_replays_total`;
- * - `formsign_parse_jobs` by status and `formsign_parse_queue_depth` (due pending jobs), read
- *   from the database at each scrape (so every server reports the whole deployment's queue);
+ * - `formsign_parse_jobs` by status and `formsign_parse_queue_depth` (due pending jobs), and
+ *   `formsign_webhook_deliveries` by status and `formsign_webhook_queue_depth` (due pending
+ *   deliveries), read from the database at each scrape (so every server reports the whole
+ *   deployment's queues);
  * - Node's process metrics (`process_*`, `nodejs_*`: memory, CPU, event loop lag, handles).
  */
 export interface MetricsOptions {
@@ -62,6 +64,34 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions): 
     async collect() {
       const now = new Date(options.now()).toISOString();
       const row = await db.selectFrom('jobs').select(sql<number>`count(*)`.as('n')).where('status', '=', 'pending').where('run_at', '<=', now).executeTakeFirst();
+      this.set(Number(row?.n ?? 0));
+    },
+  });
+
+  new client.Gauge({
+    name: 'formsign_webhook_deliveries',
+    help: 'Webhook deliveries in the database, by status',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const rows = await db.selectFrom('webhook_deliveries').select(['status', sql<number>`count(*)`.as('n')]).groupBy('status').execute();
+      this.reset();
+      for (const status of ['pending', 'succeeded', 'failed']) this.set({ status }, 0);
+      for (const row of rows) this.set({ status: row.status }, Number(row.n));
+    },
+  });
+  new client.Gauge({
+    name: 'formsign_webhook_queue_depth',
+    help: 'Pending webhook deliveries that are due (waiting for a worker)',
+    registers: [registry],
+    async collect() {
+      const now = new Date(options.now()).toISOString();
+      const row = await db
+        .selectFrom('webhook_deliveries')
+        .select(sql<number>`count(*)`.as('n'))
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', now)
+        .executeTakeFirst();
       this.set(Number(row?.n ?? 0));
     },
   });

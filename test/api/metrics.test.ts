@@ -44,6 +44,9 @@ describe('GET /metrics', () => {
     assert.match(text, /formsign_idempotent_replays_total 1/);
     assert.match(text, /formsign_parse_jobs\{status="pending"\} 0/);
     assert.match(text, /formsign_parse_queue_depth 0/);
+    assert.match(text, /formsign_webhook_deliveries\{status="pending"\} 0/);
+    assert.match(text, /formsign_webhook_deliveries\{status="failed"\} 0/);
+    assert.match(text, /formsign_webhook_queue_depth 0/);
     assert.match(text, /process_resident_memory_bytes \d+/);
     assert.match(text, /nodejs_eventloop_lag_seconds/);
     assert.ok(!text.includes('route="/metrics"'));
