@@ -26,17 +26,22 @@ export const REDACTED_PATHS = [
   'err.rawPacket',
 ];
 
-// Key material (`fsk_…`) and any bearer token, wherever it appears in a line.
-const SECRET = /fsk_[A-Za-z0-9]+|(\bbearer\s+)[^\s"\\,]+/gi;
+// Key material (`fsk_…`), any bearer token, and the signature of a signed download URL (formsign's
+// `signature=` or S3's `X-Amz-Signature=`: the URL works without a key until it expires),
+// wherever it appears in a line.
+const SECRET = /fsk_[A-Za-z0-9]+|(\bbearer\s+)[^\s"\\,]+|(\bsignature=)[^&\s"\\,]+/gi;
 
 /**
- * The last line of defence: a line that still holds a key or a bearer token (in a message, an
- * error's text, a path we did not foresee) has it replaced before it is written. The test is
+ * The last line of defence: a line that still holds a key, a bearer token or a download URL's
+ * signature (in a message, an error's text, a request's URL, a path we did not foresee) has it
+ * replaced before it is written. The test is
  * cheap (`includes`) on the lines that hold neither, which is all of them normally.
  */
 export function scrubSecrets(line: string): string {
-  const suspicious = line.includes('fsk_') || /bearer/i.test(line);
-  return suspicious ? line.replace(SECRET, (_match, scheme: string | undefined) => (scheme ? `${scheme}[redacted]` : '[redacted]')) : line;
+  const suspicious = line.includes('fsk_') || /bearer|signature=/i.test(line);
+  return suspicious
+    ? line.replace(SECRET, (_match, scheme: string | undefined, param: string | undefined) => (scheme ? `${scheme}[redacted]` : param ? `${param}[redacted]` : '[redacted]'))
+    : line;
 }
 
 /** The service's logger (the API server's and the workers'): JSON lines, secrets redacted at every level. */

@@ -26,7 +26,7 @@ describe('no key, Authorization, cookie or body in the log, at LOG_LEVEL=trace (
     const { databaseUrl, sqlitePath } = database.location;
     dataDir = databaseUrl ? fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-logs-')) : path.dirname(sqlitePath);
     env = { PATH: process.env.PATH, LOG_LEVEL: 'trace', DATA_DIR: dataDir, SOFFICE_PATH: 'off', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) };
-    key = (await createKey(database.store.db, { workspace: 'logs', name: 'logs', grants: ['documents:write', 'forms:write', 'forms:read'], expiresAt: null })).key;
+    key = (await createKey(database.store.db, { workspace: 'logs', name: 'logs', grants: ['documents:read', 'documents:write', 'forms:write', 'forms:read'], expiresAt: null })).key;
     port = await freePort();
     child = spawn(process.execPath, [MAIN, 'serve', '--no-worker'], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
@@ -49,6 +49,11 @@ describe('no key, Authorization, cookie or body in the log, at LOG_LEVEL=trace (
     const body = multipart([{ name: 'file', data: await makePdf([{ width: 612, height: 792 }]), filename: 'a.pdf' }]);
     const uploaded = await fetch(`${base}/documents`, { method: 'POST', headers: { ...auth, ...body.headers }, body: new Uint8Array(body.payload) });
     assert.equal(uploaded.status, 201, await uploaded.clone().text());
+    // A signed download URL works without a key until it expires: its use must not log it.
+    const downloadUrl = ((await uploaded.json()) as { data: { downloadUrl: string } }).data.downloadUrl;
+    const signature = new URL(downloadUrl).searchParams.get('signature')!;
+    assert.ok(signature.length >= 16, downloadUrl);
+    assert.equal((await fetch(downloadUrl)).status, 200);
     // A refused upload (not a PDF) is logged with its error.
     const bad = multipart([{ name: 'file', data: 'not a pdf', filename: 'a.pdf' }]);
     assert.equal((await fetch(`${base}/documents`, { method: 'POST', headers: { ...auth, ...bad.headers }, body: new Uint8Array(bad.payload) })).status, 415);
@@ -75,7 +80,8 @@ describe('no key, Authorization, cookie or body in the log, at LOG_LEVEL=trace (
     // Trace logging did happen (the multipart plugin's trace of its busboy options, with the headers in it).
     assert.match(log, /Providing options to busboy/);
     assert.match(log, /"level":10/);
-    for (const secret of ['fsk_', key.slice(4), cliKey.slice(4), wrongKey.slice(4), 'SECRETTOKEN', 'COOKIE-MARKER', 'BODY-MARKER']) {
+    assert.match(log, /signature=\[redacted\]/, 'the download was logged, its signature redacted');
+    for (const secret of ['fsk_', key.slice(4), cliKey.slice(4), wrongKey.slice(4), 'SECRETTOKEN', 'COOKIE-MARKER', 'BODY-MARKER', signature]) {
       assert.ok(!log.includes(secret), `the log holds ${secret}: ${log.split('\n').find((l) => l.includes(secret))}`);
     }
     assert.doesNotMatch(log, /"authorization":"(?!\[redacted\])/i);

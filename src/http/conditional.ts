@@ -56,17 +56,27 @@ const parent =
  * The current tag of the resource each `PUT`/`DELETE` route changes, by route shape. A test
  * checks that every such route is listed (a new one must say how its tag is read).
  */
+const FORM = parent('forms');
 export const RESOURCE_TAGS = new Map<string, TagLookup>([
   ['/api/v1/documents/:', parent('documents')],
   ['/api/v1/documents/:/fields/:', child('document_fields', 'documents', 'document_id')],
-  ['/api/v1/forms/:', parent('forms')],
-  ['/api/v1/forms/:/settings', parent('forms')],
+  // One lookup for one resource: the form's PUT, its settings' PUT and its DELETE queue together.
+  ['/api/v1/forms/:', FORM],
+  ['/api/v1/forms/:/settings', FORM],
   ['/api/v1/forms/:/questions/:', child('form_questions', 'forms', 'form_id')],
   ['/api/v1/forms/:/sections/:', child('form_sections', 'forms', 'form_id')],
   ['/api/v1/forms/:/rules/:', child('form_rules', 'forms', 'form_id')],
   // Webhook endpoints are deleted for good (no `deleted_at`).
   ['/api/v1/webhooks/:', (db, workspaceId, [id]) => stamp(db, sql<{ id: string; updated_at: string }>`select id, updated_at from webhook_endpoints where id = ${id} and workspace_id = ${workspaceId}`)],
 ]);
+
+const lookupKeys = new Map<TagLookup, number>();
+/** A number per distinct lookup: the same for every route that changes the same kind of resource. */
+function resourceKey(lookup: TagLookup): number {
+  let key = lookupKeys.get(lookup);
+  if (key === undefined) lookupKeys.set(lookup, (key = lookupKeys.size));
+  return key;
+}
 
 function hashTag(text: string | Buffer): string {
   return `"${crypto.createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
@@ -179,7 +189,9 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
     const lookup = RESOURCE_TAGS.get(shape);
     if (!lookup) throw new Error(`If-Match: no tag lookup for ${request.method} ${shape} (conditional.ts, RESOURCE_TAGS)`);
     const params = Object.values((request.params ?? {}) as Record<string, string>);
-    releases.set(request, await queue.acquire(`${shape} ${params.join(' ')}`));
+    // Queued by resource (its lookup and ids), not by route: routes that change the same
+    // resource (`PUT /forms/{id}`, `PUT /forms/{id}/settings`, `DELETE /forms/{id}`) wait for each other.
+    releases.set(request, await queue.acquire(`${resourceKey(lookup)} ${params.join(' ')}`));
     const current = await lookup(db, request.principal.workspaceId, params);
     // An unknown resource is the handler's to answer (404), exactly as without the header.
     if (current === undefined) return;

@@ -127,6 +127,14 @@ const systemLookup: LookupFn = (hostname, options) => dns.promises.lookup(hostna
  * its addresses is blocked (a name that resolves to a public and a private address is not let
  * through on a lucky pick).
  */
+/**
+ * One message whether a name does not resolve or resolves to a blocked address, and never the
+ * address itself: a key holder must not learn from it which internal names exist and where
+ * they point (issue 20 review).
+ */
+const NO_PUBLIC_ADDRESS = (host: string) =>
+  `host ${host} does not resolve to a public address (private addresses are allowed only with WEBHOOK_ALLOW_PRIVATE=true)`;
+
 export async function resolveChecked(host: string, policy: OutboundPolicy, lookup: LookupFn = systemLookup): Promise<dns.LookupAddress[]> {
   if (net.isIP(host)) {
     const why = policy.allowPrivate ? null : blockedAddress(host);
@@ -137,13 +145,12 @@ export async function resolveChecked(host: string, policy: OutboundPolicy, looku
   try {
     addresses = await lookup(host, { all: true });
   } catch (error) {
-    throw new UnsafeTargetError(`host ${host} does not resolve (${(error as { code?: string }).code ?? 'DNS error'})`);
+    throw new UnsafeTargetError(NO_PUBLIC_ADDRESS(host));
   }
-  if (addresses.length === 0) throw new UnsafeTargetError(`host ${host} does not resolve`);
+  if (addresses.length === 0) throw new UnsafeTargetError(NO_PUBLIC_ADDRESS(host));
   if (!policy.allowPrivate) {
     for (const { address } of addresses) {
-      const why = blockedAddress(address);
-      if (why) throw new UnsafeTargetError(`host ${host} resolves to a private address: ${why} (allowed only with WEBHOOK_ALLOW_PRIVATE=true)`);
+      if (blockedAddress(address)) throw new UnsafeTargetError(NO_PUBLIC_ADDRESS(host));
     }
   }
   return addresses;

@@ -73,6 +73,19 @@ describe('conditional requests', () => {
     assert.equal(answers.filter((a) => a.statusCode === 412).length, 9);
   });
 
+  it('concurrent writes to one form by different routes with the same If-Match: exactly one succeeds', async () => {
+    const form = (await ctx.app.inject({ method: 'POST', url: FORMS, headers, payload: { title: 'Routes' } })).json().data;
+    const tag = (await get(`${FORMS}/${form.id}`)).headers.etag as string;
+    const withTag = { ...headers, 'if-match': tag };
+    const answers = await Promise.all([
+      ctx.app.inject({ method: 'PUT', url: `${FORMS}/${form.id}/settings`, headers: withTag, payload: { theme: 'dark' } }),
+      ctx.app.inject({ method: 'PUT', url: `${FORMS}/${form.id}`, headers: withTag, payload: { title: 'Renamed' } }),
+      ctx.app.inject({ method: 'PUT', url: `${FORMS}/${form.id}/settings`, headers: withTag, payload: { theme: 'light' } }),
+      ctx.app.inject({ method: 'PUT', url: `${FORMS}/${form.id}`, headers: withTag, payload: { title: 'Renamed again' } }),
+    ]);
+    assert.deepEqual(answers.map((a) => a.statusCode).sort(), [200, 412, 412, 412], answers.map((a) => a.body).join('\n'));
+  });
+
   it('questions, sections, rules and fields: PUT answers carry a tag that If-Match checks', async () => {
     const form = (await ctx.app.inject({ method: 'POST', url: FORMS, headers, payload: { title: 'Kids' } })).json().data;
     const section = (await ctx.app.inject({ method: 'POST', url: `${FORMS}/${form.id}/sections`, headers, payload: { title: 'S' } })).json().data;

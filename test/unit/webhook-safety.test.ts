@@ -33,7 +33,7 @@ describe('webhook outbound safety', () => {
 
   it('refuses a name when any of its addresses is private; the connection lookup hands out only checked addresses', async () => {
     const lookup = async () => [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.8', family: 4 }];
-    await assert.rejects(resolveChecked('mixed.test', { allowHttp: false, allowPrivate: false }, lookup), /resolves to a private address: 10\.0\.0\.8/);
+    await assert.rejects(resolveChecked('mixed.test', { allowHttp: false, allowPrivate: false }, lookup), /mixed\.test does not resolve to a public address \(/);
     assert.equal((await resolveChecked('mixed.test', { allowHttp: false, allowPrivate: true }, lookup)).length, 2);
     const connectLookup = checkedLookup({ allowHttp: false, allowPrivate: false }, async () => [{ address: '127.0.0.1', family: 4 }]);
     const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => connectLookup('rebound.test', { all: true }, (e) => resolve(e)));
