@@ -33,6 +33,8 @@ const KEPT_HEADERS = ['content-type', 'location', 'etag'];
 interface Pending {
   workspaceId: string;
   key: string;
+  /** The claim's token (store/idempotency.ts): finishing or releasing touches only this claim. */
+  token: string;
   upload: boolean;
   settled: boolean;
 }
@@ -87,7 +89,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       leaseMs: options.requestTimeoutMs + 60_000,
     });
     if (claim.kind === 'owner') {
-      pending.set(request, { workspaceId, key, upload, settled: false });
+      pending.set(request, { workspaceId, key, token: claim.token, upload, settled: false });
       return;
     }
     const row = claim.row;
@@ -117,7 +119,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
     try {
       if (body === null || status >= 500 || (state.upload && (status < 200 || status >= 300))) {
-        await releaseKey(store.db, state.workspaceId, state.key);
+        await releaseKey(store.db, state.workspaceId, state.key, state.token);
         return payload;
       }
       const headers: Record<string, string> = {};
@@ -126,7 +128,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
         if (value !== undefined) headers[name] = String(value);
       }
       const fingerprint = state.upload ? fingerprintOfUploadAnswer(body) : undefined;
-      await finishKey(store.db, state.workspaceId, state.key, { status, headers, body, fingerprint });
+      await finishKey(store.db, state.workspaceId, state.key, state.token, { status, headers, body, fingerprint });
     } catch (error) {
       // The answer still goes out; the key stays claimed until its lease ends, so a retry in the
       // meantime is told to wait rather than run the request twice.
@@ -140,7 +142,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
     const state = pending.get(request);
     if (!state || state.settled) return;
     state.settled = true;
-    await releaseKey(store.db, state.workspaceId, state.key).catch(() => {});
+    await releaseKey(store.db, state.workspaceId, state.key, state.token).catch(() => {});
   }
 }
 

@@ -15,7 +15,11 @@ export interface ClaimInput {
   leaseMs: number;
 }
 
-export type Claim = { kind: 'owner' } | { kind: 'existing'; row: IdempotencyKeyRow };
+/**
+ * `token` is the claim's own `locked_until`: a takeover always moves it (the new lease ends later),
+ * so the finish or release of a request whose claim was taken over changes nothing.
+ */
+export type Claim = { kind: 'owner'; token: string } | { kind: 'existing'; row: IdempotencyKeyRow };
 
 /**
  * Takes the key for this request, or answers the row another request holds. Atomic on both
@@ -26,6 +30,7 @@ export type Claim = { kind: 'owner' } | { kind: 'existing'; row: IdempotencyKeyR
 export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise<Claim> {
   const now = new Date(input.nowMs).toISOString();
   for (let attempt = 0; attempt < 3; attempt++) {
+    const token = new Date(input.nowMs + input.leaseMs).toISOString();
     const inserted = await db
       .insertInto('idempotency_keys')
       .values({
@@ -35,7 +40,7 @@ export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise
         path: input.path,
         fingerprint: input.fingerprint,
         state: 'running',
-        locked_until: new Date(input.nowMs + input.leaseMs).toISOString(),
+        locked_until: token,
         response_status: null,
         response_headers: null,
         response_body: null,
@@ -44,7 +49,7 @@ export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise
       })
       .onConflict((oc) => oc.columns(['workspace_id', 'key']).doNothing())
       .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { kind: 'owner' };
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { kind: 'owner', token };
     const row = await db
       .selectFrom('idempotency_keys')
       .selectAll()
@@ -59,13 +64,14 @@ export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise
     if (row.state === 'running' && row.locked_until <= now && row.method === input.method && row.path === input.path) {
       const taken = await db
         .updateTable('idempotency_keys')
-        .set({ fingerprint: input.fingerprint, locked_until: new Date(input.nowMs + input.leaseMs).toISOString() })
+        .set({ fingerprint: input.fingerprint, locked_until: token })
         .where('workspace_id', '=', input.workspaceId)
         .where('key', '=', input.key)
         .where('state', '=', 'running')
         .where('locked_until', '=', row.locked_until)
         .executeTakeFirst();
-      if (Number(taken.numUpdatedRows) === 1) return { kind: 'owner' };
+      // The new lease ends after now, the old one at or before it: the token has moved.
+      if (Number(taken.numUpdatedRows) === 1) return { kind: 'owner', token };
       continue;
     }
     return { kind: 'existing', row };
@@ -78,6 +84,7 @@ export async function finishKey(
   db: Kysely<Database>,
   workspaceId: string,
   key: string,
+  token: string,
   answer: { status: number; headers: Record<string, string>; body: string; fingerprint?: string | null },
 ): Promise<void> {
   await db
@@ -92,12 +99,19 @@ export async function finishKey(
     .where('workspace_id', '=', workspaceId)
     .where('key', '=', key)
     .where('state', '=', 'running')
+    .where('locked_until', '=', token)
     .execute();
 }
 
 /** Lets the key go (the request had no lasting effect: a 5xx, an upload refused): a retry runs again. */
-export async function releaseKey(db: Kysely<Database>, workspaceId: string, key: string): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('workspace_id', '=', workspaceId).where('key', '=', key).where('state', '=', 'running').execute();
+export async function releaseKey(db: Kysely<Database>, workspaceId: string, key: string, token: string): Promise<void> {
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('workspace_id', '=', workspaceId)
+    .where('key', '=', key)
+    .where('state', '=', 'running')
+    .where('locked_until', '=', token)
+    .execute();
 }
 
 /** Removes expired rows, at most `limit` of them (a periodic sweep keeps the table small). */
