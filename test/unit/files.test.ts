@@ -37,18 +37,19 @@ describe('file names', () => {
   });
 });
 
-describe('DOCX inspection', () => {
-  async function inspect(buffer: Buffer) {
-    const dir = tempDir();
-    const file = path.join(dir, 'x.docx');
-    fs.writeFileSync(file, buffer);
-    try {
-      return await inspectDocx(file);
-    } finally {
-      fs.rmSync(dir, { recursive: true });
-    }
+/** `inspectDocx` of `buffer`, written to a temporary file. */
+async function inspect(buffer: Buffer) {
+  const dir = tempDir();
+  const file = path.join(dir, 'x.docx');
+  fs.writeFileSync(file, buffer);
+  try {
+    return await inspectDocx(file);
+  } finally {
+    fs.rmSync(dir, { recursive: true });
   }
+}
 
+describe('DOCX inspection', () => {
   it('reads the page count and the first section page size', async () => {
     assert.deepEqual(await inspect(await makeDocx({ pages: 7, pageSize: { w: 16838, h: 11906 } })), { pageCount: 7, pageSize: { width: 841.9, height: 595.3 } });
     assert.deepEqual(await inspect(await makeDocx({ pages: null, pageSize: null })), { pageCount: null, pageSize: null });
@@ -70,16 +71,6 @@ describe('DOCX inspection', () => {
 });
 
 describe('DOCX filter: what the XML means, not its spelling', () => {
-  async function inspect(buffer: Buffer) {
-    const dir = tempDir();
-    const file = path.join(dir, 'x.docx');
-    fs.writeFileSync(file, buffer);
-    try {
-      return await inspectDocx(file);
-    } finally {
-      fs.rmSync(dir, { recursive: true });
-    }
-  }
   const refused = async (buffer: Promise<Buffer>, message: RegExp) =>
     assert.rejects(inspect(await buffer), (e: unknown) => e instanceof UnreadableDocument && message.test(e.message), String(message));
   const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';

@@ -5,7 +5,7 @@ import { contentSiblings, insertQuestion, toQuestion, type QuestionView } from '
 import { clampPosition, openGap } from '../../store/ordering.js';
 import type { FormQuestionRow } from '../../store/schema.js';
 import type { Deps, Principal } from '../deps.js';
-import { assertFormulas, assertQuestionSize, assertRoom, checkQuestion, editFormDraft } from './form-draft.js';
+import { assertFormulas, assertQuestionSize, assertRoom, checkQuestion, editFormDraft, questionColumns } from './form-draft.js';
 
 export interface QuestionInput {
   questionText?: string;
@@ -47,15 +47,7 @@ export async function createQuestion(
     const row: FormQuestionRow = {
       id,
       form_id: formId,
-      section_id: merged.sectionId,
-      question_text: merged.questionText,
-      description: merged.description,
-      type: merged.type,
-      is_required: merged.isRequired ? 1 : 0,
-      is_pii: merged.isPii ? 1 : 0,
-      priority: merged.priority,
-      context: merged.context,
-      options: JSON.stringify(options),
+      ...questionColumns(merged, options),
       position,
       created_at: now,
       updated_at: now,

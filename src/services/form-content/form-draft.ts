@@ -7,7 +7,7 @@ import type { RuleInput } from '../../domain/rules.js';
 import { formBytes, loadContent, type FormContent, type QuestionView } from '../../store/form-content.js';
 import { updateFormRow } from '../../store/forms.js';
 import { lockLiveForm, nextStamp } from '../../store/live.js';
-import type { Database } from '../../store/schema.js';
+import type { Database, FormQuestionRow } from '../../store/schema.js';
 import { formUpdated } from '../events.js';
 import type { Deps } from '../deps.js';
 
@@ -99,4 +99,28 @@ export function checkQuestion(
 
 export function isShortForm(input: RuleInput): boolean {
   return input.sourceQuestionId !== undefined || input.operator !== undefined || input.value !== undefined;
+}
+
+/** The stored columns of a question's own values (create and update write the same ones). */
+export function questionColumns(q: {
+  sectionId: string | null;
+  questionText: string;
+  description: string | null;
+  type: FormQuestionRow['type'];
+  isRequired: boolean;
+  isPii: boolean;
+  priority: FormQuestionRow['priority'];
+  context: FormQuestionRow['context'];
+}, options: unknown): Pick<FormQuestionRow, 'section_id' | 'question_text' | 'description' | 'type' | 'is_required' | 'is_pii' | 'priority' | 'context' | 'options'> {
+  return {
+    section_id: q.sectionId,
+    question_text: q.questionText,
+    description: q.description,
+    type: q.type,
+    is_required: q.isRequired ? 1 : 0,
+    is_pii: q.isPii ? 1 : 0,
+    priority: q.priority,
+    context: q.context,
+    options: JSON.stringify(options),
+  };
 }

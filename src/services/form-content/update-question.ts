@@ -5,7 +5,7 @@ import { contentSiblings, logicOf, ruleLogic, updateQuestionRow, type FormConten
 import { clampPosition, shiftBetween } from '../../store/ordering.js';
 import type { Deps, Principal } from '../deps.js';
 import type { QuestionInput } from './create-question.js';
-import { assertFormulas, assertQuestionSize, checkQuestion, editFormDraft } from './form-draft.js';
+import { assertFormulas, assertQuestionSize, checkQuestion, editFormDraft, questionColumns } from './form-draft.js';
 
 /**
  * `PUT /forms/{id}/questions/{qid}`: the keys given. A change of type or options is checked
@@ -51,15 +51,7 @@ export async function updateQuestion(
     await shiftBetween(trx, contentSiblings('form_questions', formId), current.order, position);
     const updated_at = isoNow(deps.clock);
     await updateQuestionRow(trx, questionId, {
-        section_id: next.sectionId,
-        question_text: next.questionText,
-        description: next.description,
-        type: next.type,
-        is_required: next.isRequired ? 1 : 0,
-        is_pii: next.isPii ? 1 : 0,
-        priority: next.priority,
-        context: next.context,
-        options: JSON.stringify(next.options),
+        ...questionColumns(next, next.options),
         position,
         updated_at,
       });
