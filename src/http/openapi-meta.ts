@@ -73,7 +73,7 @@ export const OPERATIONS: Record<string, OperationMeta> = {
     ['invalid_status_transition', 'document_not_editable'],
   ),
   'DELETE /api/v1/documents/{id}': op('deleteDocument', 'Documents', 'Delete a document', 'Hides the document (soft delete); `?permanent=true` removes it with its fields, jobs, revisions and stored file, also after a soft delete.', 'The id of the document deleted'),
-  'GET /api/v1/documents/{id}/file': op('downloadDocumentFile', 'Documents', 'Download the original file', 'The bytes as uploaded, with their content type and a `Content-Disposition` naming the original file.', 'The original file'),
+  'GET /api/v1/documents/{id}/file': op('downloadDocumentFile', 'Documents', 'Download the original file', 'The bytes as uploaded, with their content type and a `Content-Disposition` naming the original file. With the key, or through a signed `downloadUrl` without it; a single `Range` answers `206` with that part, and `If-None-Match` with the file\'s ETag answers `304`.', 'The original file', ['invalid_signature', 'range_not_satisfiable']),
   'POST /api/v1/documents/{id}/publish': op('publishDocument', 'Revisions', 'Publish a document', 'Freezes the draft (the document and its fields) into the next revision. Versions start at 1, with no gaps.', 'The document and the revision made', ['document_not_editable', 'no_changes']),
   'GET /api/v1/documents/{id}/revisions': op('listDocumentRevisions', 'Revisions', 'List the revisions of a document', 'Newest version first, without their snapshots. Paginated.', 'A page of revisions'),
   'GET /api/v1/documents/{id}/revisions/{version}': op('getDocumentRevision', 'Revisions', 'Get a revision of a document', 'One revision with its snapshot: the document and its fields as published.', 'The revision with its snapshot'),
@@ -238,11 +238,12 @@ const PUBLIC: ErrorCode[] = [...TRANSPORT, 'internal_error', 'unavailable'];
 const STATUS_MEANING: Record<number, string> = {
   400: 'The request is not valid; the hint names the key or parameter',
   401: 'No API key, or one that is unknown, revoked or expired (with `WWW-Authenticate: Bearer`)',
-  403: 'The API key lacks a grant this operation needs; the hint names them in both spellings',
+  403: 'The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired',
   408: 'The request (headers or body) did not arrive in time; the connection is closed',
   404: 'Not found (also for another workspace\'s resources); the hint names the kind',
   409: 'Conflict with the resource\'s state',
   412: 'If-Match did not match the resource\'s current ETag; nothing was changed',
+  416: 'The Range starts past the end of the file (`Content-Range: bytes */size` gives its size)',
   413: 'Too large',
   415: 'Unsupported content type or file type',
   422: 'Understood but refused',
@@ -362,6 +363,13 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
       }
       if (single) {
         responses['304'] = { description: 'Not Modified: If-None-Match holds the current ETag (no body)', headers: { ...RATE_HEADERS, ETag: ref('headers', 'ETag') } };
+      }
+      if (meta?.operationId === 'downloadDocumentFile') {
+        // The download keeps its own validators (the content's hash) and serves ranges.
+        const ok = responses['200'] as Json;
+        ok.headers = { ...(ok.headers as Json), ETag: ref('headers', 'ETag') };
+        responses['206'] = { ...ok, description: 'Partial Content: the one range asked for, with its Content-Range' };
+        responses['304'] = { description: 'Not Modified: If-None-Match holds the file\'s ETag (no body)', headers: { ...RATE_HEADERS, ETag: ref('headers', 'ETag') } };
       }
       const byStatus = new Map<number, ErrorCode[]>();
       for (const code of errorCodes(method, path, operation, meta)) {

@@ -338,7 +338,7 @@ export interface paths {
         };
         /**
          * Download the original file
-         * @description The bytes as uploaded, with their content type and a `Content-Disposition` naming the original file.
+         * @description The bytes as uploaded, with their content type and a `Content-Disposition` naming the original file. With the key, or through a signed `downloadUrl` without it; a single `Range` answers `206` with that part, and `If-None-Match` with the file's ETag answers `304`.
          */
         get: operations["downloadDocumentFile"];
         put?: never;
@@ -3117,7 +3117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -3331,7 +3331,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -3673,7 +3673,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -3902,7 +3902,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4160,7 +4160,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4399,7 +4399,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4654,7 +4654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4842,7 +4842,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5121,7 +5121,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5339,7 +5339,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5632,7 +5632,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5879,7 +5879,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6147,7 +6147,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6404,7 +6404,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6656,7 +6656,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6913,7 +6913,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7194,7 +7194,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7451,7 +7451,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7684,7 +7684,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7981,7 +7981,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8203,7 +8203,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8532,7 +8532,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8768,7 +8768,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9026,7 +9026,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9185,12 +9185,40 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/pdf": string;
                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": string;
                 };
+            };
+            /** @description Partial Content: the one range asked for, with its Content-Range */
+            206: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": string;
+                };
+            };
+            /** @description Not Modified: If-None-Match holds the file's ETag (no body) */
+            304: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request: The request is not valid; the hint names the key or parameter. Codes: `validation_failed`. */
             400: {
@@ -9224,7 +9252,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`, `invalid_signature`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9236,7 +9264,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
-                        code?: "missing_grant";
+                        code?: "missing_grant" | "invalid_signature";
                     };
                 };
             };
@@ -9269,6 +9297,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
+                    };
+                };
+            };
+            /** @description Range Not Satisfiable: The Range starts past the end of the file (`Content-Range: bytes *\/size` gives its size). Codes: `range_not_satisfiable`. */
+            416: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        /** @enum {string} */
+                        code?: "range_not_satisfiable";
                     };
                 };
             };
@@ -9453,7 +9497,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9701,7 +9745,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10013,7 +10057,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10327,7 +10371,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10584,7 +10628,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10864,7 +10908,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11139,7 +11183,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11457,7 +11501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11716,7 +11760,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11991,7 +12035,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -12296,7 +12340,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -12576,7 +12620,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -12919,7 +12963,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13116,7 +13160,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13389,7 +13433,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13591,7 +13635,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13857,7 +13901,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14073,7 +14117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14311,7 +14355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14544,7 +14588,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14827,7 +14871,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -15112,7 +15156,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -15332,7 +15376,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: The API key lacks a grant this operation needs; the hint names them in both spellings. Codes: `missing_grant`. */
+            /** @description Forbidden: The API key lacks a grant this operation needs (the hint names them in both spellings), or a signed download URL is tampered with or expired. Codes: `missing_grant`. */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
