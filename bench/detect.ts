@@ -15,6 +15,7 @@
  *
  *   npm run train:detect   # once, and after changing candidates, features or the data set
  *   npm run bench:detect
+ *   BENCH_PART=speed npm run bench:detect   # the speed comparison only (needs no fold models nor data set)
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,6 +28,9 @@ import { add, CLASSES, emptyCounts, f1, precision, recall, score, strippedCorpus
 import { median } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+/** `speed`: only the speed comparison; `figures`: only the cross-validated figures; else both. */
+const PART = process.env.BENCH_PART ?? 'all';
+if (!['all', 'speed', 'figures'].includes(PART)) throw new Error(`BENCH_PART must be speed, figures or all, not ${PART}`);
 const THRESHOLDS = [0.5, 0.3] as const;
 const FOLDS = path.join(CACHE, 'folds');
 
@@ -86,93 +90,99 @@ function truthOf(form: DataForm): Array<TruthWidget & { cls: Cls }> {
   return form.pages.flatMap((p) => p.truth.map((t, i) => ({ name: `${p.pageNumber}-${i}`, type: t.type, pageNumber: p.pageNumber, rect: t.rect, hidden: false, cls: t.cls })));
 }
 
-const { foldOf, models } = foldModels();
-const forms = loadDataset();
-const lines: string[] = [];
-const results = forms.map((form) => {
-  const model = models[foldOf(form.repo)]!;
-  const detected = form.pages.flatMap((p) => detectLayout(p.graphics, p.pageNumber, model));
-  return { form, detected, truth: truthOf(form) };
-});
-const pages = forms.reduce((n, f) => n + f.pages.length, 0);
-const repos = new Set(forms.map((f) => f.repo)).size;
-lines.push(
-  `Data set: ${forms.length} forms (${forms.filter((f) => f.set === 'corpus').length} of corpus, ${forms.filter((f) => f.set === 'train').length} of corpus-train) from ${repos} repositories, ${pages} pages, ${results.reduce((n, r) => n + r.truth.length, 0)} truth boxes; each form detected by the model of its fold (${models.length} folds of whole repositories), never by one trained on its repository.`,
-  '',
-);
-
-const perFile = new Map<string, Record<number, Counts>>();
-for (const threshold of THRESHOLDS) {
-  const all = emptyCounts();
-  const perClass = { text: emptyCounts(), checkbox: emptyCounts(), signature: emptyCounts() };
-  for (const r of results) {
-    const s = score(r.detected, r.truth, threshold);
-    add(all, s.all);
-    for (const cls of CLASSES) add(perClass[cls], s.perClass[cls]);
-    const key = `${r.form.set}/${r.form.name}`;
-    perFile.set(key, { ...perFile.get(key), [threshold]: s.all });
-  }
-  lines.push(`### IoU ≥ ${threshold}`, '', '| boxes | truth | detected | matched | precision | recall | F1 |', '|---|---|---|---|---|---|---|');
-  lines.push(row('all', all));
-  for (const cls of CLASSES) lines.push(row(cls, perClass[cls]));
-  lines.push('', `Type accuracy over matched pairs: **${pct(typeAccuracy(all))}** (${all.typeRight} of ${all.matched}).`, '');
-}
-
-// Groups: a gain on the large groups must not hide a loss on the small ones.
-for (const [title, keyOf] of [
-  ['kind', (f: DataForm) => f.kind],
-  ['language', (f: DataForm) => f.language],
-  ['producer family', (f: DataForm) => f.producerFamily],
-  ['set', (f: DataForm) => f.set],
-] as const) {
-  const groups = new Map<string, { forms: number; c: Counts; types: Counts }>();
-  for (const r of results) {
-    const key = keyOf(r.form);
-    const g = groups.get(key) ?? { forms: 0, c: emptyCounts(), types: emptyCounts() };
-    g.forms++;
-    add(g.c, score(r.detected, r.truth, 0.5).all);
-    groups.set(key, g);
-  }
-  lines.push(`### Per ${title} (IoU ≥ 0.5)`, '', `| ${title} | forms | truth | detected | matched | precision | recall | F1 | type accuracy |`, '|---|---|---|---|---|---|---|---|---|');
-  for (const [key, g] of [...groups].sort((a, b) => b[1].c.truth - a[1].c.truth || a[0].localeCompare(b[0]))) {
-    lines.push(`| ${key} | ${g.forms} | ${g.c.truth} | ${g.c.detected} | ${g.c.matched} | ${pct(precision(g.c))} | ${pct(recall(g.c))} | ${pct(f1(g.c))} | ${pct(typeAccuracy(g.c))} |`);
-  }
-  lines.push('');
-}
-
-// Calibration: of the boxes given a confidence in each band, how many match a truth box (IoU ≥ 0.5).
-const bands = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01];
-const inBand = bands.slice(1).map(() => ({ n: 0, right: 0, sum: 0 }));
-for (const r of results) {
-  const matched = new Set(score(r.detected, r.truth, 0.5).matches.map((m) => m.detected));
-  r.detected.forEach((d, i) => {
-    const b = bands.findIndex((lo, k) => k < bands.length - 1 && d.confidence >= lo && d.confidence < bands[k + 1]!);
-    inBand[b]!.n++;
-    inBand[b]!.sum += d.confidence;
-    if (matched.has(i)) inBand[b]!.right++;
+/** The cross-validated figures: every form of the data set detected by the model of its fold. */
+function figures(): void {
+  const { foldOf, models } = foldModels();
+  const forms = loadDataset();
+  const lines: string[] = [];
+  const results = forms.map((form) => {
+    const model = models[foldOf(form.repo)]!;
+    const detected = form.pages.flatMap((p) => detectLayout(p.graphics, p.pageNumber, model));
+    return { form, detected, truth: truthOf(form) };
   });
-}
-lines.push('### Confidence calibration (IoU ≥ 0.5)', '', '| confidence | boxes | mean confidence | share right | gap |', '|---|---|---|---|---|');
-let worst = 0;
-inBand.forEach((b, k) => {
-  if (!b.n) return;
-  const gap = b.right / b.n - b.sum / b.n;
-  if (b.n >= 50) worst = Math.max(worst, Math.abs(gap));
-  lines.push(`| ${bands[k]!.toFixed(1)}–${Math.min(1, bands[k + 1]!).toFixed(1)} | ${b.n} | ${pct(b.sum / b.n)} | ${pct(b.right / b.n)} | ${gap >= 0 ? '+' : ''}${pct(gap)}${b.n >= 50 && Math.abs(gap) > 0.1 ? ' (over 0.1)' : ''} |`);
-});
-lines.push('', `Largest gap in a band of 50 boxes or more: ${pct(worst)} (goal ≤ 0.1).`, '');
+  const pages = forms.reduce((n, f) => n + f.pages.length, 0);
+  const repos = new Set(forms.map((f) => f.repo)).size;
+  lines.push(
+    `Data set: ${forms.length} forms (${forms.filter((f) => f.set === 'corpus').length} of corpus, ${forms.filter((f) => f.set === 'train').length} of corpus-train) from ${repos} repositories, ${pages} pages, ${results.reduce((n, r) => n + r.truth.length, 0)} truth boxes; each form detected by the model of its fold (${models.length} folds of whole repositories), never by one trained on its repository.`,
+    '',
+  );
 
-lines.push('### Per file', '', '| file | repository | truth | detected | P @0.5 | R @0.5 | F1 @0.5 | P @0.3 | R @0.3 |', '|---|---|---|---|---|---|---|---|---|');
-for (const r of results) {
-  const e = perFile.get(`${r.form.set}/${r.form.name}`)!;
-  const a = e[0.5]!;
-  const b = e[0.3]!;
-  lines.push(`| ${r.form.set}/${r.form.name} | ${r.form.repo} | ${a.truth} | ${a.detected} | ${pct(precision(a))} | ${pct(recall(a))} | ${pct(f1(a))} | ${pct(precision(b))} | ${pct(recall(b))} |`);
+  const perFile = new Map<string, Record<number, Counts>>();
+  for (const threshold of THRESHOLDS) {
+    const all = emptyCounts();
+    const perClass = { text: emptyCounts(), checkbox: emptyCounts(), signature: emptyCounts() };
+    for (const r of results) {
+      const s = score(r.detected, r.truth, threshold);
+      add(all, s.all);
+      for (const cls of CLASSES) add(perClass[cls], s.perClass[cls]);
+      const key = `${r.form.set}/${r.form.name}`;
+      perFile.set(key, { ...perFile.get(key), [threshold]: s.all });
+    }
+    lines.push(`### IoU ≥ ${threshold}`, '', '| boxes | truth | detected | matched | precision | recall | F1 |', '|---|---|---|---|---|---|---|');
+    lines.push(row('all', all));
+    for (const cls of CLASSES) lines.push(row(cls, perClass[cls]));
+    lines.push('', `Type accuracy over matched pairs: **${pct(typeAccuracy(all))}** (${all.typeRight} of ${all.matched}).`, '');
+  }
+
+  // Groups: a gain on the large groups must not hide a loss on the small ones.
+  for (const [title, keyOf] of [
+    ['kind', (f: DataForm) => f.kind],
+    ['language', (f: DataForm) => f.language],
+    ['producer family', (f: DataForm) => f.producerFamily],
+    ['set', (f: DataForm) => f.set],
+  ] as const) {
+    const groups = new Map<string, { forms: number; c: Counts; types: Counts }>();
+    for (const r of results) {
+      const key = keyOf(r.form);
+      const g = groups.get(key) ?? { forms: 0, c: emptyCounts(), types: emptyCounts() };
+      g.forms++;
+      add(g.c, score(r.detected, r.truth, 0.5).all);
+      groups.set(key, g);
+    }
+    lines.push(`### Per ${title} (IoU ≥ 0.5)`, '', `| ${title} | forms | truth | detected | matched | precision | recall | F1 | type accuracy |`, '|---|---|---|---|---|---|---|---|---|');
+    for (const [key, g] of [...groups].sort((a, b) => b[1].c.truth - a[1].c.truth || a[0].localeCompare(b[0]))) {
+      lines.push(`| ${key} | ${g.forms} | ${g.c.truth} | ${g.c.detected} | ${g.c.matched} | ${pct(precision(g.c))} | ${pct(recall(g.c))} | ${pct(f1(g.c))} | ${pct(typeAccuracy(g.c))} |`);
+    }
+    lines.push('');
+  }
+
+  // Calibration: of the boxes given a confidence in each band, how many match a truth box (IoU ≥ 0.5).
+  const bands = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01];
+  const inBand = bands.slice(1).map(() => ({ n: 0, right: 0, sum: 0 }));
+  for (const r of results) {
+    const matched = new Set(score(r.detected, r.truth, 0.5).matches.map((m) => m.detected));
+    r.detected.forEach((d, i) => {
+      const b = bands.findIndex((lo, k) => k < bands.length - 1 && d.confidence >= lo && d.confidence < bands[k + 1]!);
+      inBand[b]!.n++;
+      inBand[b]!.sum += d.confidence;
+      if (matched.has(i)) inBand[b]!.right++;
+    });
+  }
+  lines.push('### Confidence calibration (IoU ≥ 0.5)', '', '| confidence | boxes | mean confidence | share right | gap |', '|---|---|---|---|---|');
+  let worst = 0;
+  inBand.forEach((b, k) => {
+    if (!b.n) return;
+    const gap = b.right / b.n - b.sum / b.n;
+    if (b.n >= 50) worst = Math.max(worst, Math.abs(gap));
+    lines.push(`| ${bands[k]!.toFixed(1)}–${Math.min(1, bands[k + 1]!).toFixed(1)} | ${b.n} | ${pct(b.sum / b.n)} | ${pct(b.right / b.n)} | ${gap >= 0 ? '+' : ''}${pct(gap)}${b.n >= 50 && Math.abs(gap) > 0.1 ? ' (over 0.1)' : ''} |`);
+  });
+  lines.push('', `Largest gap in a band of 50 boxes or more: ${pct(worst)} (goal ≤ 0.1).`, '');
+
+  lines.push('### Per file', '', '| file | repository | truth | detected | P @0.5 | R @0.5 | F1 @0.5 | P @0.3 | R @0.3 |', '|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    const e = perFile.get(`${r.form.set}/${r.form.name}`)!;
+    const a = e[0.5]!;
+    const b = e[0.3]!;
+    lines.push(`| ${r.form.set}/${r.form.name} | ${r.form.repo} | ${a.truth} | ${a.detected} | ${pct(precision(a))} | ${pct(recall(a))} | ${pct(f1(a))} | ${pct(precision(b))} | ${pct(recall(b))} |`);
+  }
+  console.log(lines.join('\n'));
 }
-console.log(lines.join('\n'));
+
+if (PART !== 'speed') figures();
+
 
 // Speed on ../shared/corpus, alternating, whole corpus per round.
-if (ROUNDS > 0) {
+if (ROUNDS > 0 && PART !== 'figures') {
   const corpus = await strippedCorpus();
   const leftovers = corpus.filter((f) => f.widgetsLeft > 0);
   if (leftovers.length) throw new Error(`widgets left after stripping: ${leftovers.map((f) => f.name).join(', ')}`);
