@@ -1,8 +1,10 @@
 /**
  * Where the time of `detectLayout` goes, per page of ../shared/corpus as the data set cache holds
- * it (`.cache/detect/pages/corpus--*.json`, read by `readPage`): proposals (candidates.ts),
- * features (features.ts), trees (the committed model's field margins), and the whole
- * `detectLayout`. CPU time of this process, medians of BENCH_ROUNDS rounds over all pages.
+ * it (`.cache/detect/pages/corpus--*.json`, read by `readPage`): the page read for them and the
+ * proposals (candidates.ts `PageModel`, `proposeWith`), their features (features.ts
+ * `featuresWith`), the trees (the committed model's field margins of every proposal: `margins`
+ * where the code has it, else `margin` row by row), and the whole `detectLayout`. CPU time of
+ * this process, medians of BENCH_ROUNDS rounds over all pages.
  *
  *   node --import tsx bench/detect-stages.ts [--code <worktree>]...
  *
@@ -21,19 +23,20 @@ if (!codes.length) codes.push(path.resolve(import.meta.dirname, '..'));
 
 interface Code {
   dir: string;
-  proposeCandidates: (page: unknown) => unknown[];
-  proposalFeatures: (page: unknown, proposals: unknown[]) => ArrayLike<unknown>;
-  proposalsOf: (page: unknown) => { proposals: unknown[]; features: ArrayLike<unknown> };
+  PageModel: new (page: unknown) => unknown;
+  proposeWith: (model: unknown) => unknown[];
+  featuresWith: (model: unknown, proposals: unknown[]) => ArrayLike<ArrayLike<number>>;
   detectLayout: (page: unknown, pageNumber: number) => unknown[];
   defaultModel: () => { field: unknown; features: string[] };
   margin: (set: unknown, row: ArrayLike<number>) => number;
+  margins?: (set: unknown, rows: Float32Array, count: number, width: number) => Float64Array;
 }
 
 const load = async (dir: string): Promise<Code> => {
   const candidates = await import(path.join(dir, 'src/detect/candidates.ts'));
   const features = await import(path.join(dir, 'src/detect/features.ts'));
   const model = await import(path.join(dir, 'src/detect/model.ts'));
-  return { dir, proposeCandidates: candidates.proposeCandidates, proposalFeatures: features.proposalFeatures, proposalsOf: model.proposalsOf, detectLayout: model.detectLayout, defaultModel: model.defaultModel, margin: model.margin };
+  return { dir, PageModel: candidates.PageModel, proposeWith: candidates.proposeWith, featuresWith: features.featuresWith, detectLayout: model.detectLayout, defaultModel: model.defaultModel, margin: model.margin, margins: model.margins };
 };
 
 const forms = loadDataset((f) => f.startsWith('corpus--'));
@@ -56,18 +59,18 @@ for (let round = 0; round <= ROUNDS; round++) {
     for (const page of pages) {
       const graphics = page.graphics;
       let c = cpu();
-      const ps = code.proposeCandidates(graphics);
+      const read = new code.PageModel(graphics);
+      const ps = code.proposeWith(read);
       proposals += cpu() - c;
       c = cpu();
-      const rows = ps.length ? code.proposalFeatures(graphics, ps) : [];
+      const rows = ps.length ? code.featuresWith(read, ps) : [];
       features += cpu() - c;
+      const N = model.features.length;
+      const matrix = new Float32Array(rows.length * N);
+      for (let i = 0; i < rows.length; i++) matrix.set(rows[i]!, i * N);
       c = cpu();
-      const row = new Float32Array(model.features.length);
-      for (let i = 0; i < rows.length; i++) {
-        const r = rows[i] as ArrayLike<number>;
-        for (let f = 0; f < row.length; f++) row[f] = r[f]!;
-        code.margin(model.field, row);
-      }
+      if (code.margins) code.margins(model.field, matrix, rows.length, N);
+      else for (let i = 0; i < rows.length; i++) code.margin(model.field, matrix.subarray(i * N, (i + 1) * N));
       trees += cpu() - c;
     }
     let c = cpu();
@@ -82,6 +85,6 @@ for (let round = 0; round <= ROUNDS; round++) {
   }
 }
 console.log(`${pages.length} pages of ../shared/corpus (data set cache), CPU ms per page, median of ${ROUNDS} rounds:`);
-console.log('| code | proposals | features | trees (all field trees, every proposal) | detectLayout |');
+console.log('| code | page read and proposals | features | trees (field margins of every proposal) | detectLayout |');
 console.log('|---|---|---|---|---|');
 for (const [dir, t] of times) console.log(`| ${dir} | ${median(t.proposals).toFixed(1)} | ${median(t.features).toFixed(1)} | ${median(t.trees).toFixed(1)} | ${median(t.detectLayout).toFixed(1)} |`);

@@ -140,16 +140,29 @@ const MAX_BIG = 256;
  * A uniform grid over the page for neighbour lookups: each item is filed in every cell it
  * covers; items off the page are filed in the border cells. Its memory is bounded: at most
  * about 40,000 cells, and an item in at most BIG_CELLS of them.
+ *
+ * The items' edges are copied into typed arrays: a scan compares numbers there rather than the
+ * properties of items of every shape (words, rules, phrases, proposals), which would make the
+ * one compiled `scan` look properties up the slow way.
  */
 export class Grid<T extends Box> {
-  private readonly cells: Array<number[] | undefined>;
+  /** Per cell, the indexes of the items filed in it: `filed[start[c] .. start[c + 1])`. */
+  private readonly start: Int32Array;
+  private readonly filed: Int32Array;
   private readonly stamp: Uint32Array;
   private epoch = 0;
   private readonly cols: number;
   private readonly rows: number;
   private readonly size: number;
+  /** Each item's box: x, y, x + w, y + h. */
+  private readonly x1: Float64Array;
+  private readonly y1: Float64Array;
+  private readonly x2: Float64Array;
+  private readonly y2: Float64Array;
   /** The items found by the last `scan` (its first n). */
   readonly hits: T[] = [];
+  /** The indexes of the items found by the last `scan` (its first n). */
+  readonly hitIndexes: number[] = [];
   /** Items covering more than BIG_CELLS cells. */
   private readonly big: number[] = [];
 
@@ -164,9 +177,24 @@ export class Grid<T extends Box> {
     size = this.size;
     this.cols = Math.max(1, Math.ceil(Math.max(width, 1) / size));
     this.rows = Math.max(1, Math.ceil(Math.max(height, 1) / size));
-    this.cells = new Array(this.cols * this.rows);
-    this.stamp = new Uint32Array(items.length);
-    items.forEach((b, i) => {
+    const n = items.length;
+    this.stamp = new Uint32Array(n);
+    this.x1 = new Float64Array(n);
+    this.y1 = new Float64Array(n);
+    this.x2 = new Float64Array(n);
+    this.y2 = new Float64Array(n);
+    // Each item's cell range (or -1 for a big one), then the cells' lists counted and filled.
+    const c1s = new Int32Array(n);
+    const c2s = new Int32Array(n);
+    const r1s = new Int32Array(n);
+    const r2s = new Int32Array(n);
+    const counts = new Int32Array(this.cols * this.rows + 1);
+    for (let i = 0; i < n; i++) {
+      const b = items[i]!;
+      this.x1[i] = b.x;
+      this.y1[i] = b.y;
+      this.x2[i] = b.x + b.w;
+      this.y2[i] = b.y + b.h;
       const c1 = this.col(b.x);
       const c2 = this.col(b.x + b.w);
       const r1 = this.row(b.y);
@@ -175,16 +203,29 @@ export class Grid<T extends Box> {
       // past MAX_BIG of them (a hostile page), the rest are not indexed.
       if ((c2 - c1 + 1) * (r2 - r1 + 1) > BIG_CELLS) {
         if (this.big.length < MAX_BIG) this.big.push(i);
-        return;
+        c1s[i] = -1;
+        continue;
       }
-      for (let r = r1; r <= r2; r++)
-        for (let c = c1; c <= c2; c++) {
-          const key = r * this.cols + c;
-          const list = this.cells[key];
-          if (list) list.push(i);
-          else this.cells[key] = [i];
-        }
-    });
+      // A box with a coordinate that is not a number is filed nowhere.
+      if (Number.isNaN(c1 + c2 + r1 + r2)) {
+        c1s[i] = -1;
+        continue;
+      }
+      c1s[i] = c1;
+      c2s[i] = c2;
+      r1s[i] = r1;
+      r2s[i] = r2;
+      for (let r = r1; r <= r2; r++) for (let c = c1; c <= c2; c++) counts[r * this.cols + c + 1]!++;
+    }
+    for (let c = 1; c < counts.length; c++) counts[c]! += counts[c - 1]!;
+    this.start = counts;
+    this.filed = new Int32Array(counts[counts.length - 1]!);
+    const next = counts.slice(0, -1);
+    // In the order of the items, as each cell's list always was.
+    for (let i = 0; i < n; i++) {
+      if (c1s[i]! < 0) continue;
+      for (let r = r1s[i]!; r <= r2s[i]!; r++) for (let c = c1s[i]!; c <= c2s[i]!; c++) this.filed[next[r * this.cols + c]!++] = i;
+    }
   }
 
   private col(x: number): number {
@@ -201,8 +242,9 @@ export class Grid<T extends Box> {
   }
 
   /**
-   * The hot-path form of `query`: the items are `hits[0 .. returned count)`, valid until the next
-   * scan of this grid (so a scan's loop must not scan the same grid again); nothing is allocated.
+   * The hot-path form of `query`: the items are `hits[0 .. returned count)` (their indexes in
+   * `hitIndexes`), valid until the next scan of this grid (so a scan's loop must not scan the
+   * same grid again); nothing is allocated.
    */
   scan(x1: number, y1: number, x2: number, y2: number): number {
     let n = 0;
@@ -211,25 +253,32 @@ export class Grid<T extends Box> {
       this.stamp.fill(0);
       this.epoch = 1;
     }
-    const epoch = this.epoch;
-    const hits = this.hits;
-    for (const i of this.big) {
-      const b = this.items[i]!;
-      if (b.x <= x2 && b.x + b.w >= x1 && b.y <= y2 && b.y + b.h >= y1) hits[n++] = b;
+    const { epoch, hits, hitIndexes, items, stamp, start, filed } = this;
+    const bx1 = this.x1;
+    const by1 = this.y1;
+    const bx2 = this.x2;
+    const by2 = this.y2;
+    for (let k = 0; k < this.big.length; k++) {
+      const i = this.big[k]!;
+      if (bx1[i]! <= x2 && bx2[i]! >= x1 && by1[i]! <= y2 && by2[i]! >= y1) {
+        hitIndexes[n] = i;
+        hits[n++] = items[i]!;
+      }
     }
     const c1 = this.col(x1);
     const c2 = this.col(x2);
     const r2 = this.row(y2);
     for (let r = this.row(y1); r <= r2; r++)
       for (let c = c1; c <= c2; c++) {
-        const list = this.cells[r * this.cols + c];
-        if (!list) continue;
-        for (let k = 0; k < list.length; k++) {
-          const i = list[k]!;
-          if (this.stamp[i] === epoch) continue;
-          this.stamp[i] = epoch;
-          const b = this.items[i]!;
-          if (b.x <= x2 && b.x + b.w >= x1 && b.y <= y2 && b.y + b.h >= y1) hits[n++] = b;
+        const cell = r * this.cols + c;
+        for (let k = start[cell]!, end = start[cell + 1]!; k < end; k++) {
+          const i = filed[k]!;
+          if (stamp[i] === epoch) continue;
+          stamp[i] = epoch;
+          if (bx1[i]! <= x2 && bx2[i]! >= x1 && by1[i]! <= y2 && by2[i]! >= y1) {
+            hitIndexes[n] = i;
+            hits[n++] = items[i]!;
+          }
         }
       }
     return n;

@@ -135,73 +135,123 @@ function iou(a: Box, b: Box): number {
 }
 
 /** One row per proposal, in the same order, FEATURE_NAMES.length finite numbers each. */
-export function proposalFeatures(page: PageGraphics, proposals: readonly Proposal[]): number[][] {
+export function proposalFeatures(page: PageGraphics, proposals: readonly Proposal[]): Float32Array[] {
   return featuresWith(new PageModel(page), proposals);
 }
 
-/** The features of proposals of a page already read into a PageModel. */
-export function featuresWith(model: PageModel, proposals: readonly Proposal[]): number[][] {
+/** The features of proposals of a page already read into a PageModel: a row per proposal (views of one `featureMatrix`). */
+export function featuresWith(model: PageModel, proposals: readonly Proposal[]): Float32Array[] {
+  return featureRows(featureMatrix(model, proposals), proposals.length);
+}
+
+/** The rows of a feature matrix of `count` proposals, each a view of its part. */
+export function featureRows(matrix: Float32Array, count: number): Float32Array[] {
+  const N = FEATURE_NAMES.length;
+  return Array.from({ length: count }, (_, i) => matrix.subarray(i * N, (i + 1) * N));
+}
+
+/**
+ * Writes the rows of a feature matrix, value by value: as float32 (as the model reads them), a
+ * value that is not finite as -1.
+ */
+class RowWriter {
+  at = 0;
+  constructor(readonly data: Float32Array) {}
+
+  put(v: number): this {
+    this.data[this.at++] = Number.isFinite(v) ? v : -1;
+    return this;
+  }
+}
+
+/**
+ * How many of the values in `keys` equal each one (itself included): by sorting a copy and
+ * finding each value's run by bisection.
+ */
+function countEqual(keys: Float64Array): Int32Array {
+  const sorted = keys.slice().sort();
+  const counts = new Int32Array(keys.length);
+  const bound = (v: number, upper: boolean) => {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid]! < v || (upper && sorted[mid] === v)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  for (let i = 0; i < keys.length; i++) counts[i] = bound(keys[i]!, true) - bound(keys[i]!, false);
+  return counts;
+}
+
+/**
+ * The features of proposals of a page already read into a PageModel: `FEATURE_NAMES.length`
+ * float32 values a proposal, the rows laid end to end in the proposals' order.
+ */
+export function featureMatrix(model: PageModel, proposals: readonly Proposal[]): Float32Array {
   const page = model.page;
   const W = Math.max(1, page.width);
   const H = Math.max(1, page.height);
+  const N = FEATURE_NAMES.length;
+  const matrix = new Float32Array(proposals.length * N);
+  if (!proposals.length) return matrix;
   const neighbours = new Neighbours(proposals, W, H);
   const cells = proposals.filter((p) => p.kind === 'cell-full');
   const cellGrid = new Grid(cells, 24, W, H);
   const shapes = page.shapes.filter((s) => Number.isFinite(s.x + s.y + s.w + s.h));
   const shapeGrid = new Grid(shapes, 24, W, H);
-  // Alignment and repetition: counts by rounded edges and sizes (numeric keys, computed once).
+  // Alignment and repetition: how many proposals share the rounded bottom edge and height, the
+  // left edge and width, the size, the size and kind (numeric keys, counted once).
   const b2 = (v: number) => Math.round(v / 2) + 50_000;
   const b15 = (v: number) => Math.round(v / 1.5) + 50_000;
-  const keys = proposals.map((p) => {
+  const keys = [0, 1, 2, 3].map(() => new Float64Array(proposals.length));
+  proposals.forEach((p, i) => {
     const size = b15(p.w) * 200_003 + b15(p.h);
-    return [b2(p.y + p.h) * 200_003 + b2(p.h), b2(p.x) * 200_003 + b2(p.w), size, size * 64 + KINDS.indexOf(p.kind)];
+    keys[0]![i] = b2(p.y + p.h) * 200_003 + b2(p.h);
+    keys[1]![i] = b2(p.x) * 200_003 + b2(p.w);
+    keys[2]![i] = size;
+    keys[3]![i] = size * 64 + KINDS.indexOf(p.kind);
   });
-  const counts = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
-  for (const key of keys) for (let i = 0; i < 4; i++) counts[i]!.set(key[i]!, (counts[i]!.get(key[i]!) ?? 0) + 1);
+  const [bottoms, lefts, sizes, sizeKinds] = keys.map(countEqual) as [Int32Array, Int32Array, Int32Array, Int32Array];
   const sizes0 = new LocalSize(model);
   const lexicon = new Map<Phrase, number[]>();
   const cellWords = new Map<Proposal, number>();
   const pageWords = model.words.length;
   const pageRules = model.horizontal.length + model.vertical.length;
-  const N = FEATURE_NAMES.length;
-  let row: number[] = [];
-  let at = 0;
-  const push: Push = (...v) => {
-    for (let i = 0; i < v.length; i++) row[at++] = Number.isFinite(v[i]) ? v[i]! : -1;
-  };
-  return proposals.map((p, index) => {
+  const row = new RowWriter(matrix);
+  proposals.forEach((p, index) => {
     const local = sizes0.at(p);
-    row = new Array<number>(N);
-    at = 0;
-    push(p.x / W, p.y / H, (p.x + p.w) / W, (p.y + p.h) / H, p.w / W, p.h / H, W > H ? 1 : 0);
-    push(clamp(p.w / local, 0, 100), clamp(p.h / local, 0, 50), clamp(Math.log(Math.max(p.w, 0.1) / Math.max(p.h, 0.1)), -5, 5), local / model.lineHeight, Math.abs(p.w - p.h) <= 0.2 * Math.max(p.w, p.h) ? 1 : 0);
-    pushRules(model, p, local, push);
-    pushShapes(shapeGrid, p, push);
-    pushInside(model, p, push);
-    pushText(left(model, p), p, local, 'left', lexicon, push);
-    pushText(above(model, p), p, local, 'above', lexicon, push);
+    row.put(p.x / W).put(p.y / H).put((p.x + p.w) / W).put((p.y + p.h) / H).put(p.w / W).put(p.h / H).put(W > H ? 1 : 0);
+    row
+      .put(clamp(p.w / local, 0, 100))
+      .put(clamp(p.h / local, 0, 50))
+      .put(clamp(Math.log(Math.max(p.w, 0.1) / Math.max(p.h, 0.1)), -5, 5))
+      .put(local / model.lineHeight)
+      .put(Math.abs(p.w - p.h) <= 0.2 * Math.max(p.w, p.h) ? 1 : 0);
+    pushRules(model, p, local, row);
+    pushShapes(shapeGrid, p, row);
+    pushInside(model, p, row);
+    pushText(left(model, p), p, local, 'left', lexicon, row);
+    pushText(above(model, p), p, local, 'above', lexicon, row);
     const r = right(model, p);
-    push(r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1, r && OPTION_WORD.test(r.words[0]!.str) ? 1 : 0, r && /:\s*$/.test(r.str) ? 1 : 0);
-    push(belowGap(model, p, local));
-    push(Math.min(p.label.length, 80), /[:：]\s*$/.test(p.label) ? 1 : 0);
-    pushCell(model, cellGrid, cellWords, p, local, push);
-    neighbours.push(index, push);
-    const key = keys[index]!;
-    push(
-      Math.min(counts[0]!.get(key[0]!)!, 50) - 1,
-      Math.min(counts[1]!.get(key[1]!)!, 50) - 1,
-      Math.min(counts[2]!.get(key[2]!)!, 100) - 1,
-      Math.min(counts[3]!.get(key[3]!)!, 100) - 1,
-    );
-    push(Math.min(pageWords, 6000) / 1000, Math.min(pageRules, 6000) / 1000, Math.min(proposals.length, 5000) / 1000);
-    for (const k of KINDS) push(p.kind === k ? 1 : 0);
-    for (const c of CLASSES) push(p.cls === c ? 1 : 0);
-    if (at !== N) throw new Error(`features: ${at} values for ${N} names`);
-    return row;
+    row.put(r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1).put(r && OPTION_WORD.test(r.words[0]!.str) ? 1 : 0).put(r && /:\s*$/.test(r.str) ? 1 : 0);
+    row.put(belowGap(model, p, local));
+    row.put(Math.min(p.label.length, 80)).put(/[:：]\s*$/.test(p.label) ? 1 : 0);
+    pushCell(model, cellGrid, cellWords, p, local, row);
+    neighbours.push(index, row);
+    row
+      .put(Math.min(bottoms[index]!, 50) - 1)
+      .put(Math.min(lefts[index]!, 50) - 1)
+      .put(Math.min(sizes[index]!, 100) - 1)
+      .put(Math.min(sizeKinds[index]!, 100) - 1);
+    row.put(Math.min(pageWords, 6000) / 1000).put(Math.min(pageRules, 6000) / 1000).put(Math.min(proposals.length, 5000) / 1000);
+    for (const k of KINDS) row.put(p.kind === k ? 1 : 0);
+    for (const c of CLASSES) row.put(p.cls === c ? 1 : 0);
+    if (row.at !== (index + 1) * N) throw new Error(`features: ${row.at - index * N} values for ${N} names`);
   });
+  return matrix;
 }
-
-type Push = (...v: number[]) => void;
 
 
 /**
@@ -252,7 +302,7 @@ class LocalSize {
  * For each side: how much of the side a rule covers (0..1) within 3 pt of it, and the distance
  * to the nearest rule beyond or at it covering half the side (in font sizes, -1 when none within 4).
  */
-function pushRules(model: PageModel, p: Proposal, local: number, push: Push): void {
+function pushRules(model: PageModel, p: Proposal, local: number, row: RowWriter): void {
   const near = 3;
   const reach = local * 4;
   const x2 = p.x + p.w;
@@ -298,22 +348,21 @@ function pushRules(model: PageModel, p: Proposal, local: number, push: Push): vo
   topCover = Math.min(1, topCover);
   leftCover = Math.min(1, leftCover);
   rightCover = Math.min(1, rightCover);
-  push(
-    bottomCover,
-    Number.isFinite(below) ? (below - y2) / local : -1,
-    topCover,
-    Number.isFinite(above) ? (p.y - above) / local : -1,
-    leftCover,
-    Number.isFinite(leftWall) ? (p.x - leftWall) / local : -1,
-    rightCover,
-    Number.isFinite(rightWall) ? (rightWall - x2) / local : -1,
-    Math.min(bottomThick, 5),
-    (bottomCover > 0.7 ? 1 : 0) + (topCover > 0.7 ? 1 : 0) + (leftCover > 0.7 ? 1 : 0) + (rightCover > 0.7 ? 1 : 0),
-  );
+  row
+    .put(bottomCover)
+    .put(Number.isFinite(below) ? (below - y2) / local : -1)
+    .put(topCover)
+    .put(Number.isFinite(above) ? (p.y - above) / local : -1)
+    .put(leftCover)
+    .put(Number.isFinite(leftWall) ? (p.x - leftWall) / local : -1)
+    .put(rightCover)
+    .put(Number.isFinite(rightWall) ? (rightWall - x2) / local : -1)
+    .put(Math.min(bottomThick, 5))
+    .put((bottomCover > 0.7 ? 1 : 0) + (topCover > 0.7 ? 1 : 0) + (leftCover > 0.7 ? 1 : 0) + (rightCover > 0.7 ? 1 : 0));
 }
 
 /** The drawn shape most like the box (IoU), whether a shape holds it, and shading over it. */
-function pushShapes(grid: Grid<Shape>, p: Proposal, push: Push): void {
+function pushShapes(grid: Grid<Shape>, p: Proposal, row: RowWriter): void {
   let best = 0;
   let inside = 0;
   let shaded = 0;
@@ -328,11 +377,11 @@ function pushShapes(grid: Grid<Shape>, p: Proposal, push: Push): void {
       else white += cover;
     }
   }
-  push(best, inside, Math.min(1, shaded), Math.min(1, white));
+  row.put(best).put(inside).put(Math.min(1, shaded)).put(Math.min(1, white));
 }
 
 /** Text, dot leaders, underscores and box glyphs inside the box. */
-function pushInside(model: PageModel, p: Proposal, push: Push): void {
+function pushInside(model: PageModel, p: Proposal, row: RowWriter): void {
   let words = 0;
   let textArea = 0;
   let chars = 0;
@@ -352,7 +401,7 @@ function pushInside(model: PageModel, p: Proposal, push: Push): void {
       chars += w.str.length;
     }
   }
-  push(Math.min(words, 50), Math.min(1, textArea / area(p)), Math.min(chars, 200), Math.min(leaders, 100), Math.min(1, underscore), glyph);
+  row.put(Math.min(words, 50)).put(Math.min(1, textArea / area(p))).put(Math.min(chars, 200)).put(Math.min(leaders, 100)).put(Math.min(1, underscore)).put(glyph);
 }
 
 /** The phrase nearest on the box's left, on the line through its middle (or its bottom line). */
@@ -404,9 +453,10 @@ function belowGap(model: PageModel, p: Proposal, local: number): number {
   return Number.isFinite(best) ? best / local : -1;
 }
 
-function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 'above', lexicon: Map<Phrase, number[]>, push: Push): void {
+function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 'above', lexicon: Map<Phrase, number[]>, row: RowWriter): void {
   if (!ph) {
-    push(0, -1, 0, 0, 0, 0, 0, ...LEXICON.map(() => 0));
+    row.put(0).put(-1).put(0).put(0).put(0).put(0).put(0);
+    for (let i = 0; i < LEXICON.length; i++) row.put(0);
     return;
   }
   const gap = side === 'left' ? p.x - (ph.x + ph.w) : p.y - (ph.y + ph.h);
@@ -417,11 +467,12 @@ function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 
     for (const [, re] of LEXICON) own.push(re.test(str) ? 1 : 0);
     lexicon.set(ph, own);
   }
-  push(1, clamp(gap / local, -2, 40), own[0]!, own[1]!, own[2]!, own[3]!, ph.size / local, ...own.slice(4));
+  row.put(1).put(clamp(gap / local, -2, 40)).put(own[0]!).put(own[1]!).put(own[2]!).put(own[3]!).put(ph.size / local);
+  for (let i = 4; i < own.length; i++) row.put(own[i]!);
 }
 
 /** The smallest whole cell holding the box, and where the box sits in it. */
-function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposal, number>, p: Proposal, local: number, push: Push): void {
+function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposal, number>, p: Proposal, local: number, row: RowWriter): void {
   let cell: Proposal | null = null;
   for (let i = 0, n = grid.scan(p.x + p.w / 2, p.y + p.h / 2, p.x + p.w / 2, p.y + p.h / 2), hits = grid.hits; i < n; i++) {
     const c = hits[i]!;
@@ -429,23 +480,22 @@ function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposa
     if (!cell || c.w * c.h < cell.w * cell.h) cell = c;
   }
   if (!cell) {
-    push(0, -1, -1, 0, 0, 0, 0, -1, -1);
+    row.put(0).put(-1).put(-1).put(0).put(0).put(0).put(0).put(-1).put(-1);
     return;
   }
   const t = 2;
   let words = cellWords.get(cell);
   if (words === undefined) cellWords.set(cell, (words = model.wordsIn(cell, 0.5).length));
-  push(
-    1,
-    p.w / cell.w,
-    p.h / cell.h,
-    Math.abs(p.y + p.h - (cell.y + cell.h)) <= t ? 1 : 0,
-    Math.abs(p.y - cell.y) <= t ? 1 : 0,
-    Math.abs(p.x - cell.x) <= t ? 1 : 0,
-    Math.abs(p.x + p.w - (cell.x + cell.w)) <= t ? 1 : 0,
-    clamp(cell.h / local, 0, 50),
-    Math.min(words, 50),
-  );
+  row
+    .put(1)
+    .put(p.w / cell.w)
+    .put(p.h / cell.h)
+    .put(Math.abs(p.y + p.h - (cell.y + cell.h)) <= t ? 1 : 0)
+    .put(Math.abs(p.y - cell.y) <= t ? 1 : 0)
+    .put(Math.abs(p.x - cell.x) <= t ? 1 : 0)
+    .put(Math.abs(p.x + p.w - (cell.x + cell.w)) <= t ? 1 : 0)
+    .put(clamp(cell.h / local, 0, 50))
+    .put(Math.min(words, 50));
 }
 
 /** Overlaps with the other proposals. */
@@ -481,7 +531,7 @@ class Neighbours {
     );
   }
 
-  push(index: number, push: Push): void {
+  push(index: number, row: RowWriter): void {
     const p = this.proposals[index]!;
     const seen = this.seen;
     const epoch = ++this.epoch;
@@ -510,7 +560,7 @@ class Neighbours {
         else if (p.x <= q.x + 1 && p.y <= q.y + 1 && p.x + p.w >= q.x + q.w - 1 && p.y + p.h >= q.y + q.h - 1) contains++;
       }
     }
-    push(Math.min(n, 100), maxIou, largest ? iou(p, largest) : 0, Math.min(containedIn, 50), Math.min(contains, 50));
+    row.put(Math.min(n, 100)).put(maxIou).put(largest ? iou(p, largest) : 0).put(Math.min(containedIn, 50)).put(Math.min(contains, 50));
   }
 }
 

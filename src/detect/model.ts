@@ -12,8 +12,8 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FieldType } from '../domain/fields.js';
-import { proposeCandidates, type Proposal } from './candidates.js';
-import { FEATURE_NAMES, proposalFeatures } from './features.js';
+import { PageModel, proposeWith, type Proposal } from './candidates.js';
+import { FEATURE_NAMES, featureMatrix, featureRows } from './features.js';
 import { lineHeightOf, toField, typeFor } from './layout.js';
 import type { PageGraphics } from './layout-page.js';
 import type { DetectedField } from './types.js';
@@ -124,6 +124,126 @@ export function margin(set: TreeSet, row: ArrayLike<number>): number {
   return sum;
 }
 
+/**
+ * A tree set laid out for scoring many rows at once: every tree padded to a complete binary tree
+ * of the set's depth (an early leaf becomes splits whose two sides both lead to its value), its
+ * nodes in heap order (the children of node n are 2n + 1 and 2n + 2) in flat typed arrays. A walk
+ * is then `depth` steps with no test for a leaf, and a step's choice is arithmetic rather than a
+ * branch, so that the walks of several rows interleave without mispredicted branches.
+ */
+interface CompleteTrees {
+  depth: number;
+  /** Per tree, `2^depth - 1` split nodes: the feature (an index into a row) and the threshold. */
+  feature: Int32Array;
+  threshold: Float32Array;
+  /** Per tree, `2^depth` leaf values (as the model gives them, in double precision). */
+  leaf: Float64Array;
+  /** Some split sends a missing value left (`d`): rows with a NaN take the plain walk. */
+  missingLeft: boolean;
+}
+
+/** Deeper trees are walked node by node: their complete form would take 2^depth nodes a tree. */
+const MAX_COMPLETE_DEPTH = 10;
+const completeForms = new WeakMap<TreeSet, CompleteTrees | null>();
+
+function depthOf(tree: Tree, n = 0): number {
+  return tree.f[n]! < 0 ? 0 : 1 + Math.max(depthOf(tree, tree.l[n]!), depthOf(tree, tree.r[n]!));
+}
+
+/** The complete form of a tree set (made once per set), or null when its trees are too deep. */
+function completeTrees(set: TreeSet): CompleteTrees | null {
+  let done = completeForms.get(set);
+  if (done !== undefined) return done;
+  const depth = Math.max(1, ...set.trees.map((t) => depthOf(t)));
+  done = null;
+  if (depth <= MAX_COMPLETE_DEPTH) {
+    const inner = (1 << depth) - 1;
+    const leaves = 1 << depth;
+    const feature = new Int32Array(set.trees.length * inner);
+    const threshold = new Float32Array(set.trees.length * inner);
+    const leaf = new Float64Array(set.trees.length * leaves);
+    let missingLeft = false;
+    set.trees.forEach((tree, k) => {
+      // `node` of the tree at heap position `at`, `level` steps down.
+      const place = (node: number, at: number, level: number): void => {
+        if (level === depth) {
+          leaf[k * leaves + at - inner] = tree.v[node]!;
+          return;
+        }
+        const split = tree.f[node]! >= 0;
+        // A leaf above the bottom: a split on feature 0 at 0 whose two sides are the same leaf.
+        feature[k * inner + at] = split ? tree.f[node]! : 0;
+        threshold[k * inner + at] = split ? tree.v[node]! : 0;
+        if (split && tree.d[node]) missingLeft = true;
+        place(split ? tree.l[node]! : node, 2 * at + 1, level + 1);
+        place(split ? tree.r[node]! : node, 2 * at + 2, level + 1);
+      };
+      place(0, 0, 0);
+    });
+    done = { depth, feature, threshold, leaf, missingLeft };
+  }
+  completeForms.set(set, done);
+  return done;
+}
+
+/** Rows walked side by side (8 independent walks in one loop). */
+const LANES = 8;
+
+/**
+ * The margins of `count` rows of `width` float32 features laid end to end in `rows`: the same
+ * numbers as `margin` row by row (the base, then each tree's leaf added in the trees' order), and
+ * about 4 times faster on many rows: each tree is walked for all the rows in turn, 8 rows at a
+ * time, in its complete form.
+ */
+export function margins(set: TreeSet, rows: Float32Array, count: number, width: number): Float64Array {
+  const out = new Float64Array(count).fill(set.baseMargin);
+  const trees = completeTrees(set);
+  // A NaN goes right in the complete form's steps: where a split wants it left, walk node by node.
+  if (!trees || (trees.missingLeft && rows.subarray(0, count * width).some(Number.isNaN))) {
+    for (let i = 0; i < count; i++) out[i] = margin(set, rows.subarray(i * width, (i + 1) * width));
+    return out;
+  }
+  const { depth, feature, threshold, leaf } = trees;
+  const inner = (1 << depth) - 1;
+  const bulk = count - (count % LANES);
+  for (let k = 0; k < set.trees.length; k++) {
+    const f0 = k * inner;
+    // Leaves are numbered on from the split nodes: node n's leaf is leaf[l0 + n].
+    const l0 = k * (inner + 1) - inner;
+    let i = 0;
+    for (; i < bulk; i += LANES) {
+      const o = i * width;
+      let n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, n5 = 0, n6 = 0, n7 = 0; // prettier-ignore
+      for (let level = 0; level < depth; level++) {
+        // Left (2n + 1) when the value is below the threshold, else right (2n + 2).
+        n0 = 2 * n0 + 2 - +(rows[o + feature[f0 + n0]!]! < threshold[f0 + n0]!);
+        n1 = 2 * n1 + 2 - +(rows[o + width + feature[f0 + n1]!]! < threshold[f0 + n1]!);
+        n2 = 2 * n2 + 2 - +(rows[o + 2 * width + feature[f0 + n2]!]! < threshold[f0 + n2]!);
+        n3 = 2 * n3 + 2 - +(rows[o + 3 * width + feature[f0 + n3]!]! < threshold[f0 + n3]!);
+        n4 = 2 * n4 + 2 - +(rows[o + 4 * width + feature[f0 + n4]!]! < threshold[f0 + n4]!);
+        n5 = 2 * n5 + 2 - +(rows[o + 5 * width + feature[f0 + n5]!]! < threshold[f0 + n5]!);
+        n6 = 2 * n6 + 2 - +(rows[o + 6 * width + feature[f0 + n6]!]! < threshold[f0 + n6]!);
+        n7 = 2 * n7 + 2 - +(rows[o + 7 * width + feature[f0 + n7]!]! < threshold[f0 + n7]!);
+      }
+      out[i] = out[i]! + leaf[l0 + n0]!;
+      out[i + 1] = out[i + 1]! + leaf[l0 + n1]!;
+      out[i + 2] = out[i + 2]! + leaf[l0 + n2]!;
+      out[i + 3] = out[i + 3]! + leaf[l0 + n3]!;
+      out[i + 4] = out[i + 4]! + leaf[l0 + n4]!;
+      out[i + 5] = out[i + 5]! + leaf[l0 + n5]!;
+      out[i + 6] = out[i + 6]! + leaf[l0 + n6]!;
+      out[i + 7] = out[i + 7]! + leaf[l0 + n7]!;
+    }
+    for (; i < count; i++) {
+      const o = i * width;
+      let n = 0;
+      for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(rows[o + feature[f0 + n]!]! < threshold[f0 + n]!);
+      out[i] = out[i]! + leaf[l0 + n]!;
+    }
+  }
+  return out;
+}
+
 /** The class model's answer for a row: the class with the highest margin. */
 export function classOf(model: LayoutModel, row: ArrayLike<number>): FieldClass {
   const sums = CLASSES.map(() => model.class.baseMargin);
@@ -188,20 +308,24 @@ function fieldType(cls: FieldClass, p: Proposal, lineHeight: number): FieldType 
   return type === 'digital_signature' || type === 'initials' ? 'short_text' : type;
 }
 
-/** A page's proposals and their feature rows (the model's input; the export writes the same). */
-export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; features: number[][] } {
-  const proposals = proposeCandidates(page);
-  return { proposals, features: proposals.length ? proposalFeatures(page, proposals) : [] };
+/**
+ * A page's proposals and their feature rows (the model's input; the export writes the same): the
+ * rows are float32 views of `matrix`, where they lie end to end. The page is read once
+ * (`PageModel`) for both.
+ */
+export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; features: Float32Array[]; matrix: Float32Array } {
+  const read = new PageModel(page);
+  const proposals = proposeWith(read);
+  const matrix = featureMatrix(read, proposals);
+  return { proposals, features: featureRows(matrix, proposals.length), matrix };
 }
 
 /** The layout fields of one page: proposals scored, calibrated, suppressed and thresholded. */
 export function detectLayout(page: PageGraphics, pageNumber: number, model: LayoutModel = defaultModel()): DetectedField[] {
-  const { proposals, features } = proposalsOf(page);
-  const row = new Float32Array(model.features.length);
+  const { proposals, features, matrix } = proposalsOf(page);
+  const fieldMargins = margins(model.field, matrix, proposals.length, model.features.length);
   const scored = proposals.map((proposal, i) => {
-    const values = features[i]!;
-    for (let f = 0; f < row.length; f++) row[f] = values[f]!;
-    const m = margin(model.field, row);
+    const m = fieldMargins[i]!;
     return { proposal, margin: m, probability: calibrate(model, m), index: i };
   });
   // Best first; equal margins in proposal order, so that a page always gives the same fields.
@@ -210,7 +334,7 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
     scored.map((s) => ({
       ...s,
       box: s.proposal,
-      cls: () => classOf(model, Float32Array.from(features[s.index]!)),
+      cls: () => classOf(model, features[s.index]!),
     })),
     model,
   );
