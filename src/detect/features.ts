@@ -165,23 +165,26 @@ class RowWriter {
 }
 
 /**
- * How many of the values in `keys` equal each one (itself included): by sorting a copy and
- * finding each value's run by bisection.
+ * How many of the values in `keys` equal each one (itself included), by an open-addressing hash
+ * table of the distinct values (the keys are whole numbers).
  */
 function countEqual(keys: Float64Array): Int32Array {
-  const sorted = keys.slice().sort();
+  let size = 16;
+  while (size < keys.length * 2) size *= 2;
+  const mask = size - 1;
+  const table = new Float64Array(size);
+  const tally = new Int32Array(size);
+  const slot = new Int32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    let h = (key % size) & mask;
+    while (tally[h]! > 0 && table[h] !== key) h = (h + 1) & mask;
+    table[h] = key;
+    tally[h]!++;
+    slot[i] = h;
+  }
   const counts = new Int32Array(keys.length);
-  const bound = (v: number, upper: boolean) => {
-    let lo = 0;
-    let hi = sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (sorted[mid]! < v || (upper && sorted[mid] === v)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-  for (let i = 0; i < keys.length; i++) counts[i] = bound(keys[i]!, true) - bound(keys[i]!, false);
+  for (let i = 0; i < keys.length; i++) counts[i] = tally[slot[i]!]!;
   return counts;
 }
 

@@ -326,18 +326,11 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
   const fieldMargins = margins(model.field, matrix, proposals.length, model.features.length);
   const scored = proposals.map((proposal, i) => {
     const m = fieldMargins[i]!;
-    return { proposal, margin: m, probability: calibrate(model, m), index: i };
+    return { proposal, margin: m, probability: calibrate(model, m), index: i, box: proposal, cls: () => classOf(model, features[i]!) };
   });
   // Best first; equal margins in proposal order, so that a page always gives the same fields.
   scored.sort((a, b) => b.margin - a.margin || a.index - b.index);
-  const accepted = suppress(
-    scored.map((s) => ({
-      ...s,
-      box: s.proposal,
-      cls: () => classOf(model, features[s.index]!),
-    })),
-    model,
-  );
+  const accepted = suppress(scored, model);
   const lineHeight = lineHeightOf(page);
   const fields: DetectedField[] = [];
   for (const a of accepted) {
