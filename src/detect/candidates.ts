@@ -134,7 +134,7 @@ export const isText = (s: string) => !isLeader(s) && !isCheckGlyph(s);
 /** An item covering more cells than this is kept apart from the grid's cells. */
 const BIG_CELLS = 256;
 /** At most this many such items are indexed. */
-const MAX_BIG = 256;
+export const MAX_BIG = 256;
 
 /**
  * A uniform grid over the page for neighbour lookups: each item is filed in every cell it
@@ -234,6 +234,16 @@ export class Grid<T extends Box> {
 
   private row(y: number): number {
     return Math.max(0, Math.min(this.rows - 1, Math.floor(y / this.size)));
+  }
+
+  /** The cell (row by row) holding a point; `scan` visits cells in this order. */
+  cellOf(x: number, y: number): number {
+    return this.row(y) * this.cols + this.col(x);
+  }
+
+  /** Whether a box, were it an item of a grid of this one's size, would be kept apart as big. */
+  isBig(b: Box): boolean {
+    return (this.col(b.x + b.w) - this.col(b.x) + 1) * (this.row(b.y + b.h) - this.row(b.y) + 1) > BIG_CELLS;
   }
 
   /** Items whose box overlaps (or touches) x1..x2 × y1..y2. */

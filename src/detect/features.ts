@@ -10,7 +10,7 @@
  * Distances are in units of the local font size (the median size of the words near the box)
  * and capped, so that a sentinel of -1 ("none") stays apart from every real value.
  */
-import { Grid, isCheckGlyph, isLeader, isText, isUnderscore, OPTION_WORD, PageModel, PROPOSAL_KINDS, type Phrase, type Proposal } from './candidates.js';
+import { Grid, isCheckGlyph, isLeader, isText, isUnderscore, MAX_BIG, OPTION_WORD, PageModel, PROPOSAL_KINDS, type Phrase, type Proposal } from './candidates.js';
 import type { Box, PageGraphics, Shape } from './layout-page.js';
 
 /**
@@ -501,69 +501,101 @@ function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposa
     .put(Math.min(words, 50));
 }
 
-/** Overlaps with the other proposals. */
 /**
- * The proposals around it: those that hold its centre and those whose centre it holds (every
- * box that contains it, is contained in it or overlaps it much is one of them; looking them up
- * by centre keeps the cost per box small whatever the sizes of the boxes).
+ * The proposals around each one, p: those that hold its centre and those whose centre it holds
+ * (every box that contains it, is contained in it or overlaps it much is one of them; looking
+ * them up by centre keeps the cost per box small whatever the sizes of the boxes). Of those that
+ * overlap it: how many, the largest IoU, the IoU with the largest of them (the first met of equal
+ * size), how many hold it and how many it holds.
+ *
+ * As first written, each box looked up the boxes holding its centre (a grid of the boxes, where
+ * the boxes covering more than BIG_CELLS cells come first and only MAX_BIG of them are indexed)
+ * and then the centres inside it (a grid of the centres). Here only the second lookup is made:
+ * "q's centre is in p" found from p's side also says whether p's centre is in q, so each pair is
+ * measured once and counted for both boxes, with the same outcome. "The first met" is kept as
+ * it was: the rank of q in p's lookups (held centre first: big boxes, then the others, by index;
+ * then centres inside, by the centres grid's cell, then index) breaks ties of size.
  */
 class Neighbours {
-  private readonly boxes: Grid<Box & { i: number }>;
-  private readonly centres: Grid<Box & { i: number }>;
-  /** Per proposal (by index), the last box whose neighbours it was counted for. */
-  private readonly seen: Uint32Array;
-  private epoch = 0;
+  private readonly count: Int32Array;
+  private readonly maxIou: Float64Array;
+  private readonly largestArea: Float64Array;
+  private readonly largestRank: Float64Array;
+  private readonly largestIou: Float64Array;
+  private readonly containedIn: Int32Array;
+  private readonly contains: Int32Array;
 
-  constructor(
-    private readonly proposals: readonly Proposal[],
-    width: number,
-    height: number,
-  ) {
-    this.seen = new Uint32Array(proposals.length);
-    this.boxes = new Grid(
-      proposals.map((p, i) => ({ x: p.x, y: p.y, w: p.w, h: p.h, i })),
-      24,
-      width,
-      height,
-    );
-    this.centres = new Grid(
+  constructor(proposals: readonly Proposal[], width: number, height: number) {
+    const n = proposals.length;
+    this.count = new Int32Array(n);
+    this.maxIou = new Float64Array(n);
+    this.largestArea = new Float64Array(n).fill(-1);
+    this.largestRank = new Float64Array(n);
+    this.largestIou = new Float64Array(n);
+    this.containedIn = new Int32Array(n);
+    this.contains = new Int32Array(n);
+    const centres = new Grid(
       proposals.map((p, i) => ({ x: p.x + p.w / 2, y: p.y + p.h / 2, w: 0, h: 0, i })),
       24,
       width,
       height,
     );
+    // Whether a box would have been found by the lookup of the boxes holding a centre (a grid of
+    // the same size as the centres'), and where it came in that lookup.
+    const found = new Uint8Array(n);
+    const heldRank = new Float64Array(n);
+    let bigs = 0;
+    proposals.forEach((q, i) => {
+      const big = centres.isBig(q);
+      found[i] = !big || bigs++ < MAX_BIG ? 1 : 0;
+      heldRank[i] = big ? i : n + i;
+    });
+    // Whether p's centre lies in q (as both lookups test it).
+    const holds = (q: Proposal, cx: number, cy: number) => q.x <= cx && q.x + q.w >= cx && q.y <= cy && q.y + q.h >= cy;
+    for (let pi = 0; pi < n; pi++) {
+      const p = proposals[pi]!;
+      const cx = p.x + p.w / 2;
+      const cy = p.y + p.h / 2;
+      for (let k = 0, hits = centres.scan(p.x, p.y, p.x + p.w, p.y + p.h); k < hits; k++) {
+        // q's centre is in p: q is p's neighbour.
+        const qi = centres.hitIndexes[k]!;
+        if (qi === pi) continue;
+        const q = proposals[qi]!;
+        const mutual = holds(q, cx, cy);
+        // p's centre is in q too: q's own lookup finds p; the pair is measured from the lower index.
+        if (mutual && qi < pi) continue;
+        const v = iou(p, q);
+        if (v <= 0) continue;
+        const qc = centres.items[qi]!;
+        // q's rank among p's neighbours: met holding p's centre, or as a centre inside p.
+        this.meet(pi, p, q, v, mutual && found[qi] ? heldRank[qi]! : 2 * n + centres.cellOf(qc.x, qc.y) * n + qi);
+        // p is q's neighbour when p's centre is in q, or when q's centre is in p and p was found holding it.
+        if (mutual) this.meet(qi, q, p, v, found[pi] ? heldRank[pi]! : 2 * n + centres.cellOf(cx, cy) * n + pi);
+        else if (found[pi]) this.meet(qi, q, p, v, heldRank[pi]!);
+      }
+    }
+  }
+
+  /** Counts q, at IoU `v` with p, as p's neighbour met at `rank` in p's lookups. */
+  private meet(pi: number, p: Proposal, q: Proposal, v: number, rank: number): void {
+    this.count[pi]!++;
+    if (v > this.maxIou[pi]!) this.maxIou[pi] = v;
+    const size = q.w * q.h;
+    if (size > this.largestArea[pi]! || (size === this.largestArea[pi] && rank < this.largestRank[pi]!)) {
+      this.largestArea[pi] = size;
+      this.largestRank[pi] = rank;
+      this.largestIou[pi] = v;
+    }
+    if (q.x <= p.x + 1 && q.y <= p.y + 1 && q.x + q.w >= p.x + p.w - 1 && q.y + q.h >= p.y + p.h - 1) this.containedIn[pi]!++;
+    else if (p.x <= q.x + 1 && p.y <= q.y + 1 && p.x + p.w >= q.x + q.w - 1 && p.y + p.h >= q.y + q.h - 1) this.contains[pi]!++;
   }
 
   push(index: number, row: RowWriter): void {
-    const p = this.proposals[index]!;
-    const seen = this.seen;
-    const epoch = ++this.epoch;
-    seen[index] = epoch;
-    let n = 0;
-    let maxIou = 0;
-    let largest: Proposal | null = null;
-    let containedIn = 0;
-    let contains = 0;
-    const cx = p.x + p.w / 2;
-    const cy = p.y + p.h / 2;
-    for (let pass = 0; pass < 2; pass++) {
-      const grid = pass === 0 ? this.boxes : this.centres;
-      const found = pass === 0 ? grid.scan(cx, cy, cx, cy) : grid.scan(p.x, p.y, p.x + p.w, p.y + p.h);
-      for (let k = 0; k < found; k++) {
-        const i = grid.hits[k]!.i;
-        if (seen[i] === epoch) continue;
-        seen[i] = epoch;
-        const q = this.proposals[i]!;
-        const v = iou(p, q);
-        if (v <= 0) continue;
-        n++;
-        maxIou = Math.max(maxIou, v);
-        if (!largest || q.w * q.h > largest.w * largest.h) largest = q;
-        if (q.x <= p.x + 1 && q.y <= p.y + 1 && q.x + q.w >= p.x + p.w - 1 && q.y + q.h >= p.y + p.h - 1) containedIn++;
-        else if (p.x <= q.x + 1 && p.y <= q.y + 1 && p.x + p.w >= q.x + q.w - 1 && p.y + p.h >= q.y + q.h - 1) contains++;
-      }
-    }
-    row.put(Math.min(n, 100)).put(maxIou).put(largest ? iou(p, largest) : 0).put(Math.min(containedIn, 50)).put(Math.min(contains, 50));
+    row
+      .put(Math.min(this.count[index]!, 100))
+      .put(this.maxIou[index]!)
+      .put(this.largestArea[index]! >= 0 ? this.largestIou[index]! : 0)
+      .put(Math.min(this.containedIn[index]!, 50))
+      .put(Math.min(this.contains[index]!, 50));
   }
 }
-
