@@ -16,6 +16,7 @@
  *   npm run train:detect   # once, and after changing candidates, features or the data set
  *   npm run bench:detect
  *   BENCH_PART=speed npm run bench:detect   # the speed comparison only (needs no fold models nor data set)
+ *   BENCH_PART=speed BENCH_BASE=/path/to/other/worktree npm run bench:detect   # and that worktree's detection, in the same rounds
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -36,10 +37,10 @@ const FOLDS = path.join(CACHE, 'folds');
 
 const open = (bytes: Uint8Array) => pdfjs.getDocument({ data: bytes.slice(), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
 
-async function detect(form: StrippedForm): Promise<DetectedField[]> {
+async function detect(form: StrippedForm, detector: typeof detectFields = detectFields): Promise<DetectedField[]> {
   const doc = await open(form.bytes);
   try {
-    return (await detectFields(doc)).fields;
+    return (await detector(doc)).fields;
   } finally {
     await doc.destroy();
   }
@@ -187,7 +188,11 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const leftovers = corpus.filter((f) => f.widgetsLeft > 0);
   if (leftovers.length) throw new Error(`widgets left after stripping: ${leftovers.map((f) => f.name).join(', ')}`);
   const corpusPages = corpus.reduce((n, f) => n + f.pages, 0);
+  // BENCH_BASE: another worktree's detection (e.g. main's) timed in the same rounds, for a before/after on a busy machine.
+  const baseDir = process.env.BENCH_BASE;
+  const baseDetectFields = baseDir ? ((await import(path.resolve(baseDir, 'src/detect/pipeline.ts'))) as { detectFields: typeof detectFields }).detectFields : null;
   const detectMs: number[] = [];
+  const baseMs: number[] = [];
   const aloneMs: number[] = [];
   for (let round = 0; round < ROUNDS + 1; round++) {
     let t = performance.now();
@@ -196,19 +201,31 @@ if (ROUNDS > 0 && PART !== 'figures') {
     t = performance.now();
     for (const form of corpus) await detect(form);
     const detection = performance.now() - t;
+    let base = 0;
+    if (baseDetectFields) {
+      t = performance.now();
+      for (const form of corpus) await detect(form, baseDetectFields);
+      base = performance.now() - t;
+    }
     // The first round warms both up and is not counted.
     if (round > 0) {
       aloneMs.push(alone);
       detectMs.push(detection);
+      baseMs.push(base);
     }
   }
   const ratio = median(detectMs.map((d, i) => d / aloneMs[i]!));
-  console.log(
-    [
+  const lines = [
+    '',
+    '### Speed',
+    '',
+    `Detection of all ${corpusPages} pages of ../shared/corpus (stripped): median ${median(detectMs).toFixed(0)} ms (${(corpusPages / (median(detectMs) / 1000)).toFixed(1)} pages/s); pdf.js alone reading the same pages' text and operator lists: ${median(aloneMs).toFixed(0)} ms. **Ratio ${ratio.toFixed(2)} ×** (median of ${ROUNDS} rounds, per-round ratios ${detectMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
+  ];
+  if (baseDir) {
+    lines.push(
       '',
-      '### Speed',
-      '',
-      `Detection of all ${corpusPages} pages of ../shared/corpus (stripped): median ${median(detectMs).toFixed(0)} ms (${(corpusPages / (median(detectMs) / 1000)).toFixed(1)} pages/s); pdf.js alone reading the same pages' text and operator lists: ${median(aloneMs).toFixed(0)} ms. **Ratio ${ratio.toFixed(2)} ×** (median of ${ROUNDS} rounds, per-round ratios ${detectMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
-    ].join('\n'),
-  );
+      `The detection of ${baseDir} in the same rounds: median ${median(baseMs).toFixed(0)} ms, **ratio ${median(baseMs.map((d, i) => d / aloneMs[i]!)).toFixed(2)} ×** (per-round ratios ${baseMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
+    );
+  }
+  console.log(lines.join('\n'));
 }

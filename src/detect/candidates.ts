@@ -22,7 +22,7 @@
  * neighbour lookup goes through a grid index.
  */
 import { pageCandidates, mergeSegments, type Candidate } from './layout.js';
-import { CHECK_GLYPHS, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
+import { CHECK_GLYPHS, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
 
 export type ProposalKind =
   /** layout.ts: the writing space of a ruled cell (below its label). */
@@ -122,14 +122,14 @@ export function iouBox(a: Box, b: Box): number {
 }
 
 /** Dot leaders, dashes, bullets, separators: no letter or digit. */
-export const isLeader = (s: string) => !/[\p{L}\p{N}$€£%]/u.test(s);
+export const isLeader = rememberedTest((s) => !/[\p{L}\p{N}$€£%]/u.test(s));
 const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
-export const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
-export const isUnderscore = (s: string) => /^_{3,}$/.test(s);
+export const isCheckGlyph = rememberedTest((s) => CHECK_GLYPH.test(s));
+export const isUnderscore = rememberedTest((s) => /^_{3,}$/.test(s));
 /** Underscores, dot leaders and dashes: where one writes, not text that ends a run. */
 export const isFill = (s: string) => /^[_.…·\-–—\s]+$/.test(s);
 /** A word that is printed text (not a leader, underscores or a box glyph). */
-export const isText = (s: string) => !isLeader(s) && !isCheckGlyph(s);
+export const isText = rememberedTest((s) => !isLeader(s) && !isCheckGlyph(s));
 
 /** An item covering more cells than this is kept apart from the grid's cells. */
 const BIG_CELLS = 256;

@@ -22,7 +22,7 @@
  * the table's first row, filled in where it is printed).
  */
 import { defaultLabel, type FieldType } from '../domain/fields.js';
-import { CHECK_GLYPHS, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
+import { CHECK_GLYPHS, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
 import { pageRect } from './geometry.js';
 import type { DetectedField } from './types.js';
 
@@ -90,11 +90,11 @@ function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
 }
 
 /** Dot leaders, dashes, arrows, bullets, and separators printed in a comb or an amount (`,` `/`): no letter, digit or currency sign, not words. */
-const isLeader = (s: string) => !/[\p{L}\p{N}$€£%]/u.test(s);
+const isLeader = rememberedTest((s) => !/[\p{L}\p{N}$€£%]/u.test(s));
 /** A line number printed in a cell or before a line: `7`, `11`, `15a`. */
 const LINE_NUMBER = /^\d{1,2}[a-z]?$/;
 const CHECK_GLYPH = new RegExp(`^[${CHECK_GLYPHS}]$`);
-const isCheckGlyph = (s: string) => CHECK_GLYPH.test(s);
+const isCheckGlyph = rememberedTest((s) => CHECK_GLYPH.test(s));
 
 /** The page's usual text size (the median size of its words, 7 to 14 pt; 10 with no words): a line's height. */
 export function lineHeightOf(page: Pick<PageGraphics, 'words'>): number {
