@@ -1102,26 +1102,35 @@ const PRIORITY = new Map<ProposalKind, number>(PROPOSAL_KINDS.map((k) => [k, ORD
 
 /** Near-identical proposals (IoU > 0.9, same class): the first kept, by kind priority. */
 function dedupe(proposals: Proposal[], width: number): Proposal[] {
-  const order = proposals.map((p, i) => ({ p, i })).sort((a, b) => PRIORITY.get(a.p.kind)! - PRIORITY.get(b.p.kind)! || a.i - b.i);
+  // By kind priority, and in the order they were made within a kind: a bucket per priority.
+  const buckets: Proposal[][] = Array.from({ length: ORDER.length + 1 }, () => []);
+  for (const p of proposals) buckets[PRIORITY.get(p.kind)!]!.push(p);
   const kept: Proposal[] = [];
   const grid = new Map<number, Proposal[]>();
   const cell = 16;
   const cols = Math.ceil(width / cell) + 4;
-  const key = (p: Proposal) => Math.floor(p.y / cell) * cols + Math.floor(p.x / cell);
-  for (const { p } of order) {
-    const cx = Math.floor(p.x / cell);
-    const cy = Math.floor(p.y / cell);
-    let clash = false;
-    // Near-identical boxes have their top-left corners within a cell of each other.
-    for (let r = cy - 1; r <= cy + 1 && !clash; r++)
-      for (let c = cx - 1; c <= cx + 1 && !clash; c++)
-        for (const q of grid.get(r * cols + c) ?? []) if (q.cls === p.cls && iouBox(p, q) > 0.9) clash = true;
-    if (clash) continue;
-    kept.push(p);
-    const k = key(p);
-    const list = grid.get(k);
-    if (list) list.push(p);
-    else grid.set(k, [p]);
+  for (const bucket of buckets) {
+    for (const p of bucket) {
+      const cx = Math.floor(p.x / cell);
+      const cy = Math.floor(p.y / cell);
+      let clash = false;
+      // Near-identical boxes have their top-left corners within a cell of each other.
+      for (let r = cy - 1; r <= cy + 1 && !clash; r++)
+        for (let c = cx - 1; c <= cx + 1 && !clash; c++) {
+          const list = grid.get(r * cols + c);
+          if (!list) continue;
+          for (let k = 0; k < list.length && !clash; k++) {
+            const q = list[k]!;
+            if (q.cls === p.cls && iouBox(p, q) > 0.9) clash = true;
+          }
+        }
+      if (clash) continue;
+      kept.push(p);
+      const key = cy * cols + cx;
+      const list = grid.get(key);
+      if (list) list.push(p);
+      else grid.set(key, [p]);
+    }
   }
   return kept;
 }

@@ -246,8 +246,22 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
 
 /** The class model's answer for a row: the class with the highest margin. */
 export function classOf(model: LayoutModel, row: ArrayLike<number>): FieldClass {
-  const sums = CLASSES.map(() => model.class.baseMargin);
-  model.class.trees.forEach((tree, i) => (sums[model.class.treeClass[i]!]! += treeValue(tree, row)));
+  const set = model.class;
+  const sums = CLASSES.map(() => set.baseMargin);
+  const trees = completeTrees(set);
+  if (trees && !(trees.missingLeft && Array.prototype.some.call(row, Number.isNaN))) {
+    // Each tree in its complete form (see `margins`), the leaves added in the trees' order as below.
+    const { depth, feature, threshold, leaf } = trees;
+    const inner = (1 << depth) - 1;
+    for (let k = 0; k < set.trees.length; k++) {
+      const f0 = k * inner;
+      let n = 0;
+      for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(row[feature[f0 + n]!]! < threshold[f0 + n]!);
+      sums[set.treeClass[k]!]! += leaf[k * (inner + 1) - inner + n]!;
+    }
+  } else {
+    set.trees.forEach((tree, i) => (sums[set.treeClass[i]!]! += treeValue(tree, row)));
+  }
   let best = 0;
   for (let c = 1; c < sums.length; c++) if (sums[c]! > sums[best]!) best = c;
   return CLASSES[best]!;

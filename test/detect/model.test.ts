@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { FEATURE_NAMES } from '../../src/detect/features.js';
-import { calibrate, classOf, defaultModel, margin, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
+import { calibrate, classOf, defaultModel, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
 import { iou } from '../../src/detect/geometry.js';
 import { detect, drawPdf, points, show } from '../helpers/layout-pdf.js';
 
@@ -141,6 +141,37 @@ describe('the tree evaluator', () => {
     const model = { class: { baseMargin: 0.5, trees: [tree, other, tree], treeClass: [0, 1, 2] } } as unknown as LayoutModel;
     assert.equal(classOf(model, [3, 9]), 'checkbox');
     assert.equal(classOf(model, [3, 0]), 'text');
+  });
+
+  it('scores many rows at once with the same margins, bit for bit, as the walk row by row (the committed model, trees of uneven depth, missing values)', () => {
+    // A seeded generator: the same rows every run.
+    let seed = 12345;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const model = defaultModel();
+    const width = model.features.length;
+    // Rows near the thresholds the trees split on, so that every branch is taken: 301 rows (not a multiple of the 8 walked together).
+    const splits = model.field.trees.flatMap((t) => t.f.map((f, n) => [f, t.v[n]!] as const).filter(([f]) => f >= 0));
+    const count = 301;
+    const rows = new Float32Array(count * width);
+    for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.1 ? -1 : random() * 10;
+    for (let i = 0; i < count * 20; i++) {
+      const [f, v] = splits[Math.floor(random() * splits.length)]!;
+      rows[Math.floor(random() * count) * width + f] = random() < 0.5 ? v : v + (random() - 0.5) * 1e-3;
+    }
+    const bulk = margins(model.field, rows, count, width);
+    for (let i = 0; i < count; i++) {
+      const row = rows.subarray(i * width, (i + 1) * width);
+      assert.equal(bulk[i], margin(model.field, row), `row ${i}`);
+      const sums = [0, 1, 2].map((c) => model.class.trees.reduce((sum, t, k) => (model.class.treeClass[k] === c ? sum + treeValue(t, row) : sum), model.class.baseMargin));
+      assert.equal(classOf(model, row), ['text', 'checkbox', 'signature'][sums.indexOf(Math.max(...sums))], `row ${i}`);
+    }
+    // Hand-made trees of depths 2, 1 and 0, a missing value sent left by one of them: the same as the walk.
+    const stump: Tree = { f: [1, -1, -1], v: [2, -1, 1], l: [1, -1, -1], r: [2, -1, -1], d: [0, 0, 0] };
+    const leaf: Tree = { f: [-1], v: [0.25], l: [-1], r: [-1], d: [0] };
+    const set = { baseMargin: -0.5, trees: [tree, stump, leaf] };
+    const small = Float32Array.from([0, 0, 0, 5, 1, 0, 7, 100, 0.5, 4.99, NaN, 0, 0, NaN, 3, 9, 2, 2]);
+    const smallMargins = margins(set, small, small.length / 2, 2);
+    for (let i = 0; i < small.length / 2; i++) assert.equal(smallMargins[i], margin(set, small.subarray(2 * i, 2 * i + 2)), `hand-made row ${i}`);
   });
 
   it('refuses a tree whose children do not come after their node (a walk that could loop)', () => {
