@@ -188,6 +188,8 @@ function completeTrees(set: TreeSet): CompleteTrees | null {
 
 /** Rows walked side by side (8 independent walks in one loop). */
 const LANES = 8;
+/** Rows scored together by every tree in turn (64 rows of about 100 float32 features: 26 kB). */
+const BLOCK = 64;
 
 /**
  * The margins of `count` rows of `width` float32 features laid end to end in `rows`: the same
@@ -205,40 +207,44 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
   }
   const { depth, feature, threshold, leaf } = trees;
   const inner = (1 << depth) - 1;
-  const bulk = count - (count % LANES);
-  for (let k = 0; k < set.trees.length; k++) {
-    const f0 = k * inner;
-    // Leaves are numbered on from the split nodes: node n's leaf is leaf[l0 + n].
-    const l0 = k * (inner + 1) - inner;
-    let i = 0;
-    for (; i < bulk; i += LANES) {
-      const o = i * width;
-      let n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, n5 = 0, n6 = 0, n7 = 0; // prettier-ignore
-      for (let level = 0; level < depth; level++) {
-        // Left (2n + 1) when the value is below the threshold, else right (2n + 2).
-        n0 = 2 * n0 + 2 - +(rows[o + feature[f0 + n0]!]! < threshold[f0 + n0]!);
-        n1 = 2 * n1 + 2 - +(rows[o + width + feature[f0 + n1]!]! < threshold[f0 + n1]!);
-        n2 = 2 * n2 + 2 - +(rows[o + 2 * width + feature[f0 + n2]!]! < threshold[f0 + n2]!);
-        n3 = 2 * n3 + 2 - +(rows[o + 3 * width + feature[f0 + n3]!]! < threshold[f0 + n3]!);
-        n4 = 2 * n4 + 2 - +(rows[o + 4 * width + feature[f0 + n4]!]! < threshold[f0 + n4]!);
-        n5 = 2 * n5 + 2 - +(rows[o + 5 * width + feature[f0 + n5]!]! < threshold[f0 + n5]!);
-        n6 = 2 * n6 + 2 - +(rows[o + 6 * width + feature[f0 + n6]!]! < threshold[f0 + n6]!);
-        n7 = 2 * n7 + 2 - +(rows[o + 7 * width + feature[f0 + n7]!]! < threshold[f0 + n7]!);
+  // Rows a block at a time (BLOCK rows stay in the fastest cache while every tree walks them).
+  for (let start = 0; start < count; start += BLOCK) {
+    const end = Math.min(count, start + BLOCK);
+    const bulk = end - ((end - start) % LANES);
+    for (let k = 0; k < set.trees.length; k++) {
+      const f0 = k * inner;
+      // Leaves are numbered on from the split nodes: node n's leaf is leaf[l0 + n].
+      const l0 = k * (inner + 1) - inner;
+      let i = start;
+      for (; i < bulk; i += LANES) {
+        const o = i * width;
+        let n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, n5 = 0, n6 = 0, n7 = 0; // prettier-ignore
+        for (let level = 0; level < depth; level++) {
+          // Left (2n + 1) when the value is below the threshold, else right (2n + 2).
+          n0 = 2 * n0 + 2 - +(rows[o + feature[f0 + n0]!]! < threshold[f0 + n0]!);
+          n1 = 2 * n1 + 2 - +(rows[o + width + feature[f0 + n1]!]! < threshold[f0 + n1]!);
+          n2 = 2 * n2 + 2 - +(rows[o + 2 * width + feature[f0 + n2]!]! < threshold[f0 + n2]!);
+          n3 = 2 * n3 + 2 - +(rows[o + 3 * width + feature[f0 + n3]!]! < threshold[f0 + n3]!);
+          n4 = 2 * n4 + 2 - +(rows[o + 4 * width + feature[f0 + n4]!]! < threshold[f0 + n4]!);
+          n5 = 2 * n5 + 2 - +(rows[o + 5 * width + feature[f0 + n5]!]! < threshold[f0 + n5]!);
+          n6 = 2 * n6 + 2 - +(rows[o + 6 * width + feature[f0 + n6]!]! < threshold[f0 + n6]!);
+          n7 = 2 * n7 + 2 - +(rows[o + 7 * width + feature[f0 + n7]!]! < threshold[f0 + n7]!);
+        }
+        out[i] = out[i]! + leaf[l0 + n0]!;
+        out[i + 1] = out[i + 1]! + leaf[l0 + n1]!;
+        out[i + 2] = out[i + 2]! + leaf[l0 + n2]!;
+        out[i + 3] = out[i + 3]! + leaf[l0 + n3]!;
+        out[i + 4] = out[i + 4]! + leaf[l0 + n4]!;
+        out[i + 5] = out[i + 5]! + leaf[l0 + n5]!;
+        out[i + 6] = out[i + 6]! + leaf[l0 + n6]!;
+        out[i + 7] = out[i + 7]! + leaf[l0 + n7]!;
       }
-      out[i] = out[i]! + leaf[l0 + n0]!;
-      out[i + 1] = out[i + 1]! + leaf[l0 + n1]!;
-      out[i + 2] = out[i + 2]! + leaf[l0 + n2]!;
-      out[i + 3] = out[i + 3]! + leaf[l0 + n3]!;
-      out[i + 4] = out[i + 4]! + leaf[l0 + n4]!;
-      out[i + 5] = out[i + 5]! + leaf[l0 + n5]!;
-      out[i + 6] = out[i + 6]! + leaf[l0 + n6]!;
-      out[i + 7] = out[i + 7]! + leaf[l0 + n7]!;
-    }
-    for (; i < count; i++) {
-      const o = i * width;
-      let n = 0;
-      for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(rows[o + feature[f0 + n]!]! < threshold[f0 + n]!);
-      out[i] = out[i]! + leaf[l0 + n]!;
+      for (; i < end; i++) {
+        const o = i * width;
+        let n = 0;
+        for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(rows[o + feature[f0 + n]!]! < threshold[f0 + n]!);
+        out[i] = out[i]! + leaf[l0 + n]!;
+      }
     }
   }
   return out;
