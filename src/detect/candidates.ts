@@ -303,6 +303,12 @@ export interface RuleBox extends Box {
 const hBox = (s: Segment): RuleBox => ({ x: s.a, y: s.at - s.width / 2, w: s.b - s.a, h: Math.max(s.width, 0.1), seg: s });
 const vBox = (s: Segment): RuleBox => ({ x: s.at - s.width / 2, y: s.a, w: Math.max(s.width, 0.1), h: s.b - s.a, seg: s });
 
+/** What a word is: printed text (`isText`), a box glyph, an underscore run, another leader. */
+export const WORD_TEXT = 0;
+export const WORD_GLYPH = 1;
+export const WORD_UNDERSCORE = 2;
+export const WORD_LEADER = 3;
+
 /** A text line: words whose middles are within half a height of each other, left to right. */
 export interface TextLine {
   words: Word[];
@@ -325,6 +331,8 @@ export interface Phrase extends Box {
  */
 export class PageModel {
   readonly words: Word[];
+  /** What each of `words` is (by index, as `wordGrid.hitIndexes` gives them): WORD_TEXT, WORD_GLYPH … */
+  readonly wordKind: Uint8Array;
   readonly text: Word[];
   readonly horizontal: Segment[];
   readonly vertical: Segment[];
@@ -354,6 +362,7 @@ export class PageModel {
     this.words = this.overloaded ? [] : words;
     this.horizontal = this.overloaded ? [] : horizontal;
     this.vertical = this.overloaded ? [] : vertical;
+    this.wordKind = Uint8Array.from(this.words, (w) => (isCheckGlyph(w.str) ? WORD_GLYPH : isUnderscore(w.str) ? WORD_UNDERSCORE : isLeader(w.str) ? WORD_LEADER : WORD_TEXT));
     this.text = this.words.filter((w) => isText(w.str) && !isUnderscore(w.str));
     const sizes = this.text.map((w) => w.size).sort((a, b) => a - b);
     this.lineHeight = sizes.length ? Math.min(14, Math.max(7, sizes[Math.floor(sizes.length / 2)]!)) : 10;
@@ -369,9 +378,13 @@ export class PageModel {
 
   /** Text words overlapping a box by at least `share` of their own area. */
   wordsIn(b: Box, share = 0.3): Word[] {
-    return this.wordGrid
-      .query(b.x, b.y, b.x + b.w, b.y + b.h)
-      .filter((w) => isText(w.str) && overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h);
+    const found: Word[] = [];
+    const { hits, hitIndexes } = this.wordGrid;
+    for (let i = 0, n = this.wordGrid.scan(b.x, b.y, b.x + b.w, b.y + b.h); i < n; i++) {
+      const w = hits[i]!;
+      if (this.wordKind[hitIndexes[i]!] === WORD_TEXT && overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h) found.push(w);
+    }
+    return found;
   }
 
   /** The nearest horizontal rule strictly above `y` (within `rise`) spanning most of x1..x2. */
@@ -617,10 +630,10 @@ function cellAbove(model: PageModel, rule: Segment, x1: number, x2: number, whol
 /** The x where the next text of the phrase's line starts (or `limit`). */
 function nextOnLine(model: PageModel, ph: Phrase, limit: number): number {
   let next = limit;
-  const hits = model.wordGrid.hits;
+  const { hits, hitIndexes } = model.wordGrid;
   for (let i = 0, n = model.wordGrid.scan(ph.x + ph.w + 0.5, ph.y + ph.h * 0.2, limit, ph.y + ph.h * 0.8); i < n; i++) {
     const w = hits[i]!;
-    if (w.x > ph.x + ph.w + 0.5 && w.x < next && (isText(w.str) || /[()[\]]/.test(w.str))) next = w.x;
+    if (w.x > ph.x + ph.w + 0.5 && w.x < next && (model.wordKind[hitIndexes[i]!] === WORD_TEXT || /[()[\]]/.test(w.str))) next = w.x;
   }
   return next;
 }

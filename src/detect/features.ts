@@ -10,7 +10,7 @@
  * Distances are in units of the local font size (the median size of the words near the box)
  * and capped, so that a sentinel of -1 ("none") stays apart from every real value.
  */
-import { Grid, isCheckGlyph, isLeader, isText, isUnderscore, MAX_BIG, OPTION_WORD, PageModel, PROPOSAL_KINDS, type Phrase, type Proposal } from './candidates.js';
+import { Grid, MAX_BIG, OPTION_WORD, PageModel, PROPOSAL_KINDS, WORD_GLYPH, WORD_LEADER, WORD_TEXT, WORD_UNDERSCORE, type Phrase, type Proposal } from './candidates.js';
 import type { Box, PageGraphics, Shape } from './layout-page.js';
 
 /**
@@ -391,13 +391,15 @@ function pushInside(model: PageModel, p: Proposal, row: RowWriter): void {
   let leaders = 0;
   let underscore = 0;
   let glyph = 0;
-  for (let i = 0, n = model.wordGrid.scan(p.x, p.y, p.x + p.w, p.y + p.h), hits = model.wordGrid.hits; i < n; i++) {
+  const { hits, hitIndexes } = model.wordGrid;
+  for (let i = 0, n = model.wordGrid.scan(p.x, p.y, p.x + p.w, p.y + p.h); i < n; i++) {
     const w = hits[i]!;
     const inter = overlap(w.x, w.x + w.w, p.x, p.x + p.w) * overlap(w.y, w.y + w.h, p.y, p.y + p.h);
     if (inter < 0.3 * w.w * w.h) continue;
-    if (isCheckGlyph(w.str)) glyph = 1;
-    else if (isUnderscore(w.str)) underscore += overlap(w.x, w.x + w.w, p.x, p.x + p.w) / Math.max(p.w, 1e-6);
-    else if (isLeader(w.str)) leaders += w.str.length;
+    const kind = model.wordKind[hitIndexes[i]!];
+    if (kind === WORD_GLYPH) glyph = 1;
+    else if (kind === WORD_UNDERSCORE) underscore += overlap(w.x, w.x + w.w, p.x, p.x + p.w) / Math.max(p.w, 1e-6);
+    else if (kind === WORD_LEADER) leaders += w.str.length;
     else {
       words++;
       textArea += inter;
@@ -448,9 +450,10 @@ function right(model: PageModel, p: Proposal): Phrase | null {
 /** Gap to the nearest text under the box, in font sizes (-1 when none within 5). */
 function belowGap(model: PageModel, p: Proposal, local: number): number {
   let best = Infinity;
-  for (let i = 0, n = model.wordGrid.scan(p.x, p.y + p.h - 1, p.x + p.w, p.y + p.h + local * 5), hits = model.wordGrid.hits; i < n; i++) {
+  const { hits, hitIndexes } = model.wordGrid;
+  for (let i = 0, n = model.wordGrid.scan(p.x, p.y + p.h - 1, p.x + p.w, p.y + p.h + local * 5); i < n; i++) {
     const w = hits[i]!;
-    if (!isText(w.str) || w.y < p.y + p.h - 1) continue;
+    if (model.wordKind[hitIndexes[i]!] !== WORD_TEXT || w.y < p.y + p.h - 1) continue;
     best = Math.min(best, w.y - (p.y + p.h));
   }
   return Number.isFinite(best) ? best / local : -1;

@@ -107,6 +107,10 @@ class PageIndex {
   readonly horizontal: Segment[];
   readonly vertical: Segment[];
   readonly words: Word[];
+  /** The words that are not leaders (dots, dashes, underscores …), in the same order. */
+  readonly text: Word[];
+  /** Of those, the ones that are not box glyphs either. */
+  readonly labels: Word[];
   readonly shaded: Shape[];
   readonly lineHeight: number;
 
@@ -115,6 +119,8 @@ class PageIndex {
     this.horizontal = mergeSegments(page.horizontal).filter(long);
     this.vertical = mergeSegments(page.vertical).filter(long);
     this.words = page.words.filter((w) => w.w > 0 && w.h > 0 && Number.isFinite(w.x + w.y + w.w + w.h));
+    this.text = this.words.filter((w) => !isLeader(w.str));
+    this.labels = this.text.filter((w) => !isCheckGlyph(w.str));
     // Grey areas mark space that is not to be written on (or decoration); white and near-white do not.
     this.shaded = page.shapes.filter((s) => s.filled && !s.round && s.fillLevel < 0.93 && s.w > 6 && s.h > 4);
     this.lineHeight = lineHeightOf({ words: this.words });
@@ -141,7 +147,7 @@ class PageIndex {
 /** The label of a check box: the words on its right on the same line, else on its left. */
 function checkLabel(index: PageIndex, b: Box): string {
   const mid = b.y + b.h / 2;
-  const row = index.words.filter((w) => Math.abs(w.y + w.h / 2 - mid) < Math.max(b.h, w.h) * 0.6 && !isLeader(w.str) && !isCheckGlyph(w.str));
+  const row = index.labels.filter((w) => Math.abs(w.y + w.h / 2 - mid) < Math.max(b.h, w.h) * 0.6);
   const right = row.filter((w) => w.x >= b.x + b.w - 1 && w.x - (b.x + b.w) < 40).sort((p, q) => p.x - q.x);
   const pick = right.length ? right : row.filter((w) => w.x + w.w <= b.x + 1 && b.x - (w.x + w.w) < 40).sort((p, q) => q.x - p.x);
   if (!pick.length) return '';
@@ -158,9 +164,9 @@ function checkLabel(index: PageIndex, b: Box): string {
 /** The label of a box: words at its top inside, else on its left on the same line, else above, else a caption just under it. */
 function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
   const line = (seed: Word, pool: readonly Word[]) => {
-    // The seed and its neighbours on the same text line, in reading order.
+    // The seed and its neighbours on the same text line, in reading order (`pool` holds no leaders).
     const mid = seed.y + seed.h / 2;
-    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45 && !isLeader(w.str)).sort((p, q) => p.x - q.x);
+    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45).sort((p, q) => p.x - q.x);
     const at = row.indexOf(seed);
     let lo = at;
     let hi = at;
@@ -176,8 +182,7 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
   // Left on the same line: the nearest word ending before the box.
   const bottom = b.y + b.h;
   let left: Word | null = null;
-  for (const w of index.words) {
-    if (isLeader(w.str) || isCheckGlyph(w.str)) continue;
+  for (const w of index.labels) {
     const wx2 = w.x + w.w;
     if (wx2 > b.x + 2 || b.x - wx2 > 250) continue;
     const wy = w.y + w.h / 2;
@@ -185,30 +190,28 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
     if (!left || wx2 > left.x + left.w) left = w;
   }
   if (left) {
-    const phrase = line(left, index.words.filter((w) => w.x + w.w <= b.x + 2));
+    const phrase = line(left, index.text.filter((w) => w.x + w.w <= b.x + 2));
     if (/[a-z]{2}/i.test(phrase)) return phrase;
   }
   // Above: the nearest word whose line sits just over the box, overlapping it.
   let above: Word | null = null;
-  for (const w of index.words) {
-    if (isLeader(w.str)) continue;
+  for (const w of index.text) {
     const gapY = b.y - (w.y + w.h);
     if (gapY < -2 || gapY > 14) continue;
     if (overlap(w.x, w.x + w.w, b.x - 4, b.x + b.w) <= 0) continue;
     if (!above || w.y > above.y || (w.y === above.y && w.x < above.x)) above = w;
   }
-  if (above) return line(above, index.words);
-  if (left) return line(left, index.words);
+  if (above) return line(above, index.text);
+  if (left) return line(left, index.text);
   // Below: a caption printed under the line, starting within it.
   let below: Word | null = null;
-  for (const w of index.words) {
-    if (isLeader(w.str)) continue;
+  for (const w of index.text) {
     const gapY = w.y - bottom;
     if (gapY < -1 || gapY > 6) continue;
     if (w.x < b.x - 2 || w.x > b.x + b.w - 4) continue;
     if (!below || w.y < below.y || (w.y === below.y && w.x < below.x)) below = w;
   }
-  return below ? line(below, index.words) : '';
+  return below ? line(below, index.text) : '';
 }
 
 const SIGNATURE = /signature|\bsign here\b|\bsigned\b|unterschrift|\bfirma\b|(?<!\p{L})sign[ée]e?(?!\p{L})|подпись|handtekening|assinatura|\bpodpis|\bfirme\b/iu;
@@ -428,9 +431,8 @@ function subColumns(index: PageIndex, vertical: readonly Segment[], rule: Segmen
     // between them there).
     const header =
       lower &&
-      index.words.some(
+      index.text.some(
         (w) =>
-          !isLeader(w.str) &&
           w.x < cut.at - 3 &&
           w.x + w.w > cut.at + 3 &&
           w.x >= left.at - 2 &&
@@ -502,7 +504,7 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   if (height < MIN_HEIGHT) return [];
   const cell = { x: x1, y: cellTop, w: width, h: height };
   if (index.shadedShare(cell) > 0.4) return [];
-  const words = wordsOver(index.words, { x: x1, y: cellTop, w: width, h: height }, 0.5).filter((w) => !isLeader(w.str));
+  const words = wordsOver(index.text, { x: x1, y: cellTop, w: width, h: height }, 0.5);
   // A currency sign where the amount goes (`$ ______`) is not the cell's label.
   const signs = words.filter((w) => /^[$€£]$/.test(w.str.trim()));
   const inside = words.filter((w) => !signs.includes(w));
@@ -600,7 +602,7 @@ function tickCell(index: PageIndex, x1: number, x2: number, top: number, bottom:
   const b = { x: x1, y: top, w: x2 - x1, h: bottom - top };
   if (b.w < CHECK_MIN || b.h < CHECK_MIN || b.h > CHECK_MAX || Math.abs(b.w - b.h) > 0.35 * Math.max(b.w, b.h)) return null;
   if (!hasSides(index, x1, x2, top, bottom) || index.shadedShare(b) > 0.4) return null;
-  if (wordsOver(index.words, b, 0.3).some((w) => !isLeader(w.str) && !isCheckGlyph(w.str))) return null;
+  if (wordsOver(index.labels, b, 0.3).length) return null;
   return { ...b, kind: 'square', type: 'checkbox', label: '', score: 0.7 };
 }
 
@@ -621,7 +623,7 @@ function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writ
   const width = x2 - x1;
   const lh = index.lineHeight;
   const b = { x: x1, y: bottom - writeHeight, w: width, h: writeHeight };
-  const over = wordsOver(index.words, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3).filter((w) => !isLeader(w.str));
+  const over = wordsOver(index.text, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3);
   // Text standing on the rule: an underline, or a printed value on a line.
   if (over.length) return [];
   // Long, lonely rules across the page are separators, not lines to write on.
@@ -641,7 +643,7 @@ function splitByCaptions(index: PageIndex, candidates: Candidate[]): void {
   const added: Candidate[] = [];
   for (const c of candidates) {
     if ((c.kind !== 'line' && c.kind !== 'cell' && c.kind !== 'cell-top') || c.w < 90 || c.h > lh * 2.5) continue;
-    const near = index.words.filter((w) => !isLeader(w.str) && w.y + w.h >= c.y - lh * 1.3 - 2 && w.y + w.h <= c.y + 2 && w.x >= c.x - 2 && w.x <= c.x + c.w - 15);
+    const near = index.text.filter((w) => w.y + w.h >= c.y - lh * 1.3 - 2 && w.y + w.h <= c.y + 2 && w.x >= c.x - 2 && w.x <= c.x + c.w - 15);
     if (near.length < 2) continue;
     // The text line right over the field.
     const lowest = Math.max(...near.map((w) => w.y + w.h / 2));
@@ -775,7 +777,7 @@ function dropHeaders(index: PageIndex, candidates: Candidate[]): Candidate[] {
 function filledHeader(index: PageIndex, c: Candidate): boolean {
   const f = c.frame!;
   if (/^\p{L}$/u.test(c.label.trim())) return false;
-  const text = (x1: number, x2: number) => wordsOver(index.words, { x: x1, y: f.top, w: x2 - x1, h: f.bottom - f.top }, 0.5).filter((w) => !isLeader(w.str) && !/^[$€£]$/.test(w.str.trim()));
+  const text = (x1: number, x2: number) => wordsOver(index.text, { x: x1, y: f.top, w: x2 - x1, h: f.bottom - f.top }, 0.5).filter((w) => !/^[$€£]$/.test(w.str.trim()));
   const own = text(f.x1, f.x2);
   if (!own.length) return false;
   const textBottom = Math.max(...own.map((w) => w.y + w.h));
