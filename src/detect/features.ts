@@ -11,7 +11,7 @@
  * and capped, so that a sentinel of -1 ("none") stays apart from every real value.
  */
 import { Grid, MAX_BIG, OPTION_WORD, PageModel, PROPOSAL_KINDS, WORD_GLYPH, WORD_LEADER, WORD_TEXT, WORD_UNDERSCORE, type Phrase, type Proposal } from './candidates.js';
-import type { Box, PageGraphics, Shape } from './layout-page.js';
+import { rememberedTest, type Box, type PageGraphics, type Shape } from './layout-page.js';
 
 /**
  * Whole words (any of `words`, in any case) or, for `stems`, words starting so. JavaScript's `\b`
@@ -37,6 +37,11 @@ const LEXICON: Array<[string, RegExp]> = [
 ];
 
 const KINDS = PROPOSAL_KINDS;
+
+/** Tests of a label's text asked of many proposals with the same labels: remembered by text. */
+const isOption = rememberedTest((s) => OPTION_WORD.test(s));
+const endsWithColon = rememberedTest((s) => /:\s*$/.test(s));
+const labelEndsWithColon = rememberedTest((s) => /[:：]\s*$/.test(s));
 const CLASSES = ['text', 'checkbox', 'signature'] as const;
 
 const textFeatures = (prefix: string) => [
@@ -238,9 +243,9 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
     pushText(left(model, p), p, local, 'left', lexicon, row);
     pushText(above(model, p), p, local, 'above', lexicon, row);
     const r = right(model, p);
-    row.put(r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1).put(r && OPTION_WORD.test(r.words[0]!.str) ? 1 : 0).put(r && /:\s*$/.test(r.str) ? 1 : 0);
+    row.put(r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1).put(r && isOption(r.words[0]!.str) ? 1 : 0).put(r && endsWithColon(r.str) ? 1 : 0);
     row.put(belowGap(model, p, local));
-    row.put(Math.min(p.label.length, 80)).put(/[:：]\s*$/.test(p.label) ? 1 : 0);
+    row.put(Math.min(p.label.length, 80)).put(labelEndsWithColon(p.label) ? 1 : 0);
     pushCell(model, cellGrid, cellWords, p, local, row);
     neighbours.push(index, row);
     row
@@ -553,6 +558,8 @@ class Neighbours {
       found[i] = !big || bigs++ < MAX_BIG ? 1 : 0;
       heldRank[i] = big ? i : n + i;
     });
+    // The cell of each centre (the order the centres lookup meets them in).
+    const centreCell = Int32Array.from(centres.items, (c) => centres.cellOf(c.x, c.y));
     // Whether p's centre lies in q (as both lookups test it).
     const holds = (q: Proposal, cx: number, cy: number) => q.x <= cx && q.x + q.w >= cx && q.y <= cy && q.y + q.h >= cy;
     for (let pi = 0; pi < n; pi++) {
@@ -569,11 +576,10 @@ class Neighbours {
         if (mutual && qi < pi) continue;
         const v = iou(p, q);
         if (v <= 0) continue;
-        const qc = centres.items[qi]!;
         // q's rank among p's neighbours: met holding p's centre, or as a centre inside p.
-        this.meet(pi, p, q, v, mutual && found[qi] ? heldRank[qi]! : 2 * n + centres.cellOf(qc.x, qc.y) * n + qi);
+        this.meet(pi, p, q, v, mutual && found[qi] ? heldRank[qi]! : 2 * n + centreCell[qi]! * n + qi);
         // p is q's neighbour when p's centre is in q, or when q's centre is in p and p was found holding it.
-        if (mutual) this.meet(qi, q, p, v, found[pi] ? heldRank[pi]! : 2 * n + centres.cellOf(cx, cy) * n + pi);
+        if (mutual) this.meet(qi, q, p, v, found[pi] ? heldRank[pi]! : 2 * n + centreCell[pi]! * n + pi);
         else if (found[pi]) this.meet(qi, q, p, v, heldRank[pi]!);
       }
     }
