@@ -22,7 +22,7 @@
  * neighbour lookup goes through a grid index.
  */
 import { pageCandidates, mergeSegments, type Candidate } from './layout.js';
-import { CHECK_GLYPHS, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
+import { CHECK_GLYPHS, rememberedByText, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
 
 export type ProposalKind =
   /** layout.ts: the writing space of a ruled cell (below its label). */
@@ -487,7 +487,7 @@ function phrasesOf(line: TextLine): Phrase[] {
 const classOf = (c: Candidate): ProposalClass => (c.type === 'checkbox' ? 'checkbox' : c.type === 'digital_signature' || c.type === 'initials' ? 'signature' : 'text');
 
 const SIGNATURE = /signature|\bsign here\b|unterschrift|\bfirma\b|подпись|assinatura|\bpodpis|handtekening/iu;
-const textClass = (label: string): ProposalClass => (SIGNATURE.test(label) ? 'signature' : 'text');
+const textClass = rememberedByText((label): ProposalClass => (SIGNATURE.test(label) ? 'signature' : 'text'));
 
 /** Option words a box to tick stands beside. */
 export const OPTION_WORD = /^(yes|no|oui|non|ja|nein|s[ií]|n[ãa]o|да|нет|tak|nie|kyllä|ei|n\/a|other|autre|andere|otro|male|female|m|f|homme|femme|männlich|weiblich)[.:]?$/i;

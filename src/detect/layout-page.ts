@@ -288,22 +288,25 @@ function addSubpath(page: PageGraphics, pts: Array<[number, number]>, closed: bo
  */
 export const CHECK_GLYPHS = '\u2610\u2611\u2612\u25A1\u2751\u2752\u25FB\u25FD\u274F\u2750\uF06F\uF071\uF072\uF0A8\uF0FD\uF0FE\uF0A3';
 /**
- * A test of a word's text, remembered by text: the detectors ask the same question of the same
- * words many times (a regular expression with Unicode classes costs more than a lookup). At most
- * 10,000 texts are remembered; past that the memory starts again.
+ * A question about a text (a word, a label), its answer remembered by text: the detectors ask the
+ * same question of the same texts many times (a regular expression with Unicode classes costs
+ * more than a lookup). At most 10,000 texts are remembered; past that the memory starts again.
  */
-export function rememberedTest(test: (s: string) => boolean): (s: string) => boolean {
-  let known = new Map<string, boolean>();
+export function rememberedByText<T>(answer: (s: string) => T): (s: string) => T {
+  let known = new Map<string, T>();
   return (s) => {
-    let answer = known.get(s);
-    if (answer === undefined) {
+    let found = known.get(s);
+    if (found === undefined && !known.has(s)) {
       if (known.size >= 10_000) known = new Map();
-      answer = test(s);
-      known.set(s, answer);
+      found = answer(s);
+      known.set(s, found);
     }
-    return answer;
+    return found as T;
   };
 }
+
+/** A test of a text, remembered by text (`rememberedByText`). */
+export const rememberedTest = (test: (s: string) => boolean): ((s: string) => boolean) => rememberedByText(test);
 
 /** In a symbol font: anything but white space and box glyphs. */
 const SYMBOL_OTHER = new RegExp(`[^\\s\u2751${CHECK_GLYPHS}]`, 'gu');

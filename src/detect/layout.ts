@@ -22,7 +22,7 @@
  * the table's first row, filled in where it is printed).
  */
 import { defaultLabel, type FieldType } from '../domain/fields.js';
-import { CHECK_GLYPHS, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
+import { CHECK_GLYPHS, rememberedByText, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
 import { pageRect } from './geometry.js';
 import type { DetectedField } from './types.js';
 
@@ -221,17 +221,23 @@ const EMAIL = /e-?mail|courriel|\bmail address/i;
 const PHONE = /phone|\btel\b|\btel\.|telefon|téléphone|\bfax\b|mobile|\bcell\b|телефон/i;
 const NUMBER = /amount|\btotal\b|\bsum\b|\$|€|£|\bbetrag|\bmontant|\bnumber of\b|\bno\. of\b|percent|%|\bquantity\b|\bqty\b|\bdollars?\b|\bprice\b|\bfee\b|\bcost\b/i;
 
-/** A field type from a label and the box's shape. */
-export function typeFor(label: string, b: Box, lineHeight: number): FieldType {
+/** What a label asks for, whatever the box: a type, or `number` / `short_text` unless the box is a text area. */
+const labelType = rememberedByText((label): FieldType => {
   // "Signature" wins over "Date" in "Signature and date": the line is for the signature.
   if (SIGNATURE.test(label)) return 'digital_signature';
   if (INITIALS.test(label)) return 'initials';
   if (EMAIL.test(label)) return 'email';
   if (PHONE.test(label)) return 'phone';
   if (DATE.test(label)) return 'date';
+  return NUMBER.test(label) ? 'number' : 'short_text';
+});
+
+/** A field type from a label and the box's shape. */
+export function typeFor(label: string, b: Box, lineHeight: number): FieldType {
+  const type = labelType(label);
+  if (type !== 'number' && type !== 'short_text') return type;
   if (b.h >= Math.max(30, lineHeight * 2.8) && b.w >= 80) return 'long_text';
-  if (NUMBER.test(label)) return 'number';
-  return 'short_text';
+  return type;
 }
 
 /** Boxes in reading order: rows of tops each within 1.2 pt of the next, each row left to right. */
