@@ -59,3 +59,27 @@ export function rectOf(view: PageView, rect: readonly number[]): Rect | null {
   const [a, b, c, d] = rect as [number, number, number, number];
   return boxOf(view, [[a, b], [c, b], [a, d], [c, d]]);
 }
+
+/** The first index of the sorted `values` at or above `v` (`values.length` when none). */
+export function lowerBound(values: ArrayLike<number>, v: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (values[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index of the sorted `values` above `v` (`values.length` when none). */
+export function upperBound(values: ArrayLike<number>, v: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (values[mid]! <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

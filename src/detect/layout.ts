@@ -23,7 +23,7 @@
  */
 import { defaultLabel, type FieldType } from '../domain/fields.js';
 import { CHECK_GLYPHS, rememberedByText, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
-import { pageRect } from './geometry.js';
+import { lowerBound, pageRect, upperBound } from './geometry.js';
 import type { DetectedField } from './types.js';
 
 /** A field found on a page, in page points, before it becomes a DetectedField. */
@@ -84,9 +84,40 @@ export function mergeSegments(segments: readonly Segment[], gap = 1.2, dashes = 
 
 const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
 
-/** Words that overlap a box by at least `share` of their own area. */
-function wordsOver(words: readonly Word[], b: Box, share = 0.3): Word[] {
-  return words.filter((w) => overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h);
+/**
+ * Words (of positive size) sorted by their top edge, to find the words over a box by bisection
+ * rather than by a look at every word of the page.
+ */
+class WordBand {
+  private readonly order: Int32Array;
+  private readonly tops: Float64Array;
+  private readonly tallest: number;
+
+  constructor(readonly words: readonly Word[]) {
+    this.order = Int32Array.from(words.keys()).sort((a, b) => words[a]!.y - words[b]!.y);
+    this.tops = Float64Array.from(this.order, (i) => words[i]!.y);
+    this.tallest = words.reduce((m, w) => Math.max(m, w.h), 0);
+  }
+
+  /** The words that overlap a box by at least `share` (more than 0) of their own area, in the order of `words`. */
+  over(b: Box, share: number): Word[] {
+    // Only words overlapping the box's rows can: those whose top is in the band (a point of slack
+    // against rounding; each is tested exactly).
+    const from = lowerBound(this.tops, b.y - this.tallest - 1);
+    const to = upperBound(this.tops, b.y + b.h);
+    const found: number[] = [];
+    for (let k = from; k < to; k++) {
+      const i = this.order[k]!;
+      const w = this.words[i]!;
+      if (overlap(w.x, w.x + w.w, b.x, b.x + b.w) * overlap(w.y, w.y + w.h, b.y, b.y + b.h) >= share * w.w * w.h) found.push(i);
+    }
+    return found.sort((a, c) => a - c).map((i) => this.words[i]!);
+  }
+}
+
+/** Words (of a band) that overlap a box by at least `share` of their own area. */
+function wordsOver(band: WordBand, b: Box, share: number): Word[] {
+  return band.over(b, share);
 }
 
 /** Dot leaders, dashes, arrows, bullets, and separators printed in a comb or an amount (`,` `/`): no letter, digit or currency sign, not words. */
@@ -111,6 +142,10 @@ class PageIndex {
   readonly text: Word[];
   /** Of those, the ones that are not box glyphs either. */
   readonly labels: Word[];
+  /** The same three, sorted by top edge for `wordsOver`. */
+  readonly wordBand: WordBand;
+  readonly textBand: WordBand;
+  readonly labelBand: WordBand;
   readonly shaded: Shape[];
   readonly lineHeight: number;
 
@@ -121,6 +156,9 @@ class PageIndex {
     this.words = page.words.filter((w) => w.w > 0 && w.h > 0 && Number.isFinite(w.x + w.y + w.w + w.h));
     this.text = this.words.filter((w) => !isLeader(w.str));
     this.labels = this.text.filter((w) => !isCheckGlyph(w.str));
+    this.wordBand = new WordBand(this.words);
+    this.textBand = new WordBand(this.text);
+    this.labelBand = new WordBand(this.labels);
     // Grey areas mark space that is not to be written on (or decoration); white and near-white do not.
     this.shaded = page.shapes.filter((s) => s.filled && !s.round && s.fillLevel < 0.93 && s.w > 6 && s.h > 4);
     this.lineHeight = lineHeightOf({ words: this.words });
@@ -308,7 +346,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
     if (s.filled && !s.stroked && s.fillLevel < 0.9) continue;
     if (squares.some((q) => Math.abs(q.x - s.x) < 1.5 && Math.abs(q.y - s.y) < 1.5)) continue;
     // Text inside is a printed character in a box (a line number), not a box to tick.
-    if (wordsOver(index.words, s, 0.5).some((w) => !isCheckGlyph(w.str))) continue;
+    if (wordsOver(index.wordBand, s, 0.5).some((w) => !isCheckGlyph(w.str))) continue;
     squares.push(s);
     out.push({ x: s.x, y: s.y, w: s.w, h: s.h, kind: 'square', type: 'checkbox', label: '', score: 0.85, round: s.round });
   }
@@ -510,7 +548,7 @@ function cellAbove(index: PageIndex, x1: number, x2: number, rule: Segment, top:
   if (height < MIN_HEIGHT) return [];
   const cell = { x: x1, y: cellTop, w: width, h: height };
   if (index.shadedShare(cell) > 0.4) return [];
-  const words = wordsOver(index.text, { x: x1, y: cellTop, w: width, h: height }, 0.5);
+  const words = wordsOver(index.textBand, { x: x1, y: cellTop, w: width, h: height }, 0.5);
   // A currency sign where the amount goes (`$ ______`) is not the cell's label.
   const signs = words.filter((w) => /^[$€£]$/.test(w.str.trim()));
   const inside = words.filter((w) => !signs.includes(w));
@@ -608,7 +646,7 @@ function tickCell(index: PageIndex, x1: number, x2: number, top: number, bottom:
   const b = { x: x1, y: top, w: x2 - x1, h: bottom - top };
   if (b.w < CHECK_MIN || b.h < CHECK_MIN || b.h > CHECK_MAX || Math.abs(b.w - b.h) > 0.35 * Math.max(b.w, b.h)) return null;
   if (!hasSides(index, x1, x2, top, bottom) || index.shadedShare(b) > 0.4) return null;
-  if (wordsOver(index.labels, b, 0.3).length) return null;
+  if (wordsOver(index.labelBand, b, 0.3).length) return null;
   return { ...b, kind: 'square', type: 'checkbox', label: '', score: 0.7 };
 }
 
@@ -629,7 +667,7 @@ function openLine(index: PageIndex, x1: number, x2: number, bottom: number, writ
   const width = x2 - x1;
   const lh = index.lineHeight;
   const b = { x: x1, y: bottom - writeHeight, w: width, h: writeHeight };
-  const over = wordsOver(index.text, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3);
+  const over = wordsOver(index.textBand, { ...b, y: bottom - lh * 1.2, h: lh * 1.2 }, 0.3);
   // Text standing on the rule: an underline, or a printed value on a line.
   if (over.length) return [];
   // Long, lonely rules across the page are separators, not lines to write on.
@@ -691,7 +729,7 @@ function yesNoColumns(index: PageIndex, candidates: Candidate[]): void {
     const { x1, x2, top } = c.frame;
     let header: Word | null = null;
     if (c.kind === 'cell-top') {
-      const inside = wordsOver(index.words, { x: x1, y: top, w: x2 - x1, h: c.y - top }, 0.5);
+      const inside = wordsOver(index.wordBand, { x: x1, y: top, w: x2 - x1, h: c.y - top }, 0.5);
       if (inside.length === 1) header = inside[0]!;
     } else {
       // The nearest word above whose middle is within the column.
@@ -783,7 +821,7 @@ function dropHeaders(index: PageIndex, candidates: Candidate[]): Candidate[] {
 function filledHeader(index: PageIndex, c: Candidate): boolean {
   const f = c.frame!;
   if (/^\p{L}$/u.test(c.label.trim())) return false;
-  const text = (x1: number, x2: number) => wordsOver(index.text, { x: x1, y: f.top, w: x2 - x1, h: f.bottom - f.top }, 0.5).filter((w) => !/^[$€£]$/.test(w.str.trim()));
+  const text = (x1: number, x2: number) => wordsOver(index.textBand, { x: x1, y: f.top, w: x2 - x1, h: f.bottom - f.top }, 0.5).filter((w) => !/^[$€£]$/.test(w.str.trim()));
   const own = text(f.x1, f.x2);
   if (!own.length) return false;
   const textBottom = Math.max(...own.map((w) => w.y + w.h));

@@ -135,7 +135,7 @@ interface CompleteTrees {
   depth: number;
   /** Per tree, `2^depth - 1` split nodes: the feature (an index into a row) and the threshold. */
   feature: Int32Array;
-  threshold: Float32Array;
+  threshold: Float64Array;
   /** Per tree, `2^depth` leaf values (as the model gives them, in double precision). */
   leaf: Float64Array;
   /** Some split sends a missing value left (`d`): rows with a NaN take the plain walk. */
@@ -160,7 +160,7 @@ function completeTrees(set: TreeSet): CompleteTrees | null {
     const inner = (1 << depth) - 1;
     const leaves = 1 << depth;
     const feature = new Int32Array(set.trees.length * inner);
-    const threshold = new Float32Array(set.trees.length * inner);
+    const threshold = new Float64Array(set.trees.length * inner);
     const leaf = new Float64Array(set.trees.length * leaves);
     let missingLeft = false;
     set.trees.forEach((tree, k) => {

@@ -165,13 +165,17 @@ describe('the tree evaluator', () => {
       const sums = [0, 1, 2].map((c) => model.class.trees.reduce((sum, t, k) => (model.class.treeClass[k] === c ? sum + treeValue(t, row) : sum), model.class.baseMargin));
       assert.equal(classOf(model, row), ['text', 'checkbox', 'signature'][sums.indexOf(Math.max(...sums))], `row ${i}`);
     }
-    // Hand-made trees of depths 2, 1 and 0, a missing value sent left by one of them: the same as the walk.
+    // Hand-made trees of depths 2, 1 and 0, a missing value sent left by one of them, a threshold
+    // that is no float32 (1 + 2^-40: a row's 1 is below it): the same as the walk.
     const stump: Tree = { f: [1, -1, -1], v: [2, -1, 1], l: [1, -1, -1], r: [2, -1, -1], d: [0, 0, 0] };
+    const fine: Tree = { f: [0, -1, -1], v: [1 + 2 ** -40, -2, 3], l: [1, -1, -1], r: [2, -1, -1], d: [0, 0, 0] };
     const leaf: Tree = { f: [-1], v: [0.25], l: [-1], r: [-1], d: [0] };
-    const set = { baseMargin: -0.5, trees: [tree, stump, leaf] };
-    const small = Float32Array.from([0, 0, 0, 5, 1, 0, 7, 100, 0.5, 4.99, NaN, 0, 0, NaN, 3, 9, 2, 2]);
-    const smallMargins = margins(set, small, small.length / 2, 2);
-    for (let i = 0; i < small.length / 2; i++) assert.equal(smallMargins[i], margin(set, small.subarray(2 * i, 2 * i + 2)), `hand-made row ${i}`);
+    const set = { baseMargin: -0.5, trees: [tree, stump, fine, leaf] };
+    // Without a missing value the complete form is walked; with one, the trees node by node.
+    for (const small of [Float32Array.from([0, 0, 0, 5, 1, 0, 7, 100, 0.5, 4.99, 3, 9, 2, 2]), Float32Array.from([1, 0, NaN, 0, 0, NaN, 3, 9])]) {
+      const smallMargins = margins(set, small, small.length / 2, 2);
+      for (let i = 0; i < small.length / 2; i++) assert.equal(smallMargins[i], margin(set, small.subarray(2 * i, 2 * i + 2)), `hand-made row ${i}`);
+    }
   });
 
   it('refuses a tree whose children do not come after their node (a walk that could loop)', () => {
