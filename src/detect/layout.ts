@@ -299,8 +299,9 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   // Thousands of rules or words: a drawing, a map or a hostile page, not a form to fill (and the
   // rules below compare rules with rules and boxes with words).
   // Rules are counted as drawn, before dashes are joined: thousands of short strokes are a drawing.
+  // (Merging never makes more rules than were drawn: a page with few drawn needs no count.)
   const drawn = (segments: readonly Segment[], merged: readonly Segment[]) =>
-    merged.length > MAX_RULES || mergeSegments(segments, 1.2, false).filter((s) => s.b - s.a >= 3).length > MAX_RULES;
+    merged.length > MAX_RULES || (segments.length > MAX_RULES && mergeSegments(segments, 1.2, false).filter((s) => s.b - s.a >= 3).length > MAX_RULES);
   if (drawn(page.horizontal, index.horizontal) || drawn(page.vertical, index.vertical) || page.shapes.length > MAX_RULES * 2 || index.words.length > MAX_WORDS) return [];
   const out: Candidate[] = [];
   const { width: W, height: H } = page;
