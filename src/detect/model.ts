@@ -198,11 +198,30 @@ const BLOCK = 64;
  * time, in its complete form.
  */
 export function margins(set: TreeSet, rows: Float32Array, count: number, width: number): Float64Array {
-  const out = new Float64Array(count).fill(set.baseMargin);
+  return sumLeaves(set, rows, count, width, null, 1);
+}
+
+/**
+ * The class margins of rows (as `margins`): `CLASSES.length` sums a row, each the base and the
+ * leaves of the trees of its class added in the trees' order, as `classOf` adds them.
+ */
+export function classMargins(model: Pick<LayoutModel, 'class'>, rows: Float32Array, count: number, width: number): Float64Array {
+  return sumLeaves(model.class, rows, count, width, model.class.treeClass, CLASSES.length);
+}
+
+/**
+ * Per row, `sums` sums: the base, plus each tree's leaf added to the sum `group[tree]` (to sum 0
+ * without groups), the trees in order.
+ */
+function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: number, group: readonly number[] | null, sums: number): Float64Array {
+  const out = new Float64Array(count * sums).fill(set.baseMargin);
   const trees = completeTrees(set);
   // A NaN goes right in the complete form's steps: where a split wants it left, walk node by node.
   if (!trees || (trees.missingLeft && rows.subarray(0, count * width).some(Number.isNaN))) {
-    for (let i = 0; i < count; i++) out[i] = margin(set, rows.subarray(i * width, (i + 1) * width));
+    for (let i = 0; i < count; i++) {
+      const row = rows.subarray(i * width, (i + 1) * width);
+      set.trees.forEach((tree, k) => (out[i * sums + (group ? group[k]! : 0)]! += treeValue(tree, row)));
+    }
     return out;
   }
   const { depth, feature, threshold, leaf } = trees;
@@ -215,6 +234,7 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
       const f0 = k * inner;
       // Leaves are numbered on from the split nodes: node n's leaf is leaf[l0 + n].
       const l0 = k * (inner + 1) - inner;
+      const g = group ? group[k]! : 0;
       let i = start;
       for (; i < bulk; i += LANES) {
         const o = i * width;
@@ -230,47 +250,39 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
           n6 = 2 * n6 + 2 - +(rows[o + 6 * width + feature[f0 + n6]!]! < threshold[f0 + n6]!);
           n7 = 2 * n7 + 2 - +(rows[o + 7 * width + feature[f0 + n7]!]! < threshold[f0 + n7]!);
         }
-        out[i] = out[i]! + leaf[l0 + n0]!;
-        out[i + 1] = out[i + 1]! + leaf[l0 + n1]!;
-        out[i + 2] = out[i + 2]! + leaf[l0 + n2]!;
-        out[i + 3] = out[i + 3]! + leaf[l0 + n3]!;
-        out[i + 4] = out[i + 4]! + leaf[l0 + n4]!;
-        out[i + 5] = out[i + 5]! + leaf[l0 + n5]!;
-        out[i + 6] = out[i + 6]! + leaf[l0 + n6]!;
-        out[i + 7] = out[i + 7]! + leaf[l0 + n7]!;
+        const s0 = i * sums + g;
+        out[s0] = out[s0]! + leaf[l0 + n0]!;
+        out[s0 + sums] = out[s0 + sums]! + leaf[l0 + n1]!;
+        out[s0 + 2 * sums] = out[s0 + 2 * sums]! + leaf[l0 + n2]!;
+        out[s0 + 3 * sums] = out[s0 + 3 * sums]! + leaf[l0 + n3]!;
+        out[s0 + 4 * sums] = out[s0 + 4 * sums]! + leaf[l0 + n4]!;
+        out[s0 + 5 * sums] = out[s0 + 5 * sums]! + leaf[l0 + n5]!;
+        out[s0 + 6 * sums] = out[s0 + 6 * sums]! + leaf[l0 + n6]!;
+        out[s0 + 7 * sums] = out[s0 + 7 * sums]! + leaf[l0 + n7]!;
       }
       for (; i < end; i++) {
         const o = i * width;
         let n = 0;
         for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(rows[o + feature[f0 + n]!]! < threshold[f0 + n]!);
-        out[i] = out[i]! + leaf[l0 + n]!;
+        out[i * sums + g] = out[i * sums + g]! + leaf[l0 + n]!;
       }
     }
   }
   return out;
 }
 
+/** The class of the highest of a row's class margins (the first of equal ones). */
+function bestClass(sums: ArrayLike<number>, from = 0): FieldClass {
+  let best = 0;
+  for (let c = 1; c < CLASSES.length; c++) if (sums[from + c]! > sums[from + best]!) best = c;
+  return CLASSES[best]!;
+}
+
 /** The class model's answer for a row: the class with the highest margin. */
 export function classOf(model: LayoutModel, row: ArrayLike<number>): FieldClass {
-  const set = model.class;
-  const sums = CLASSES.map(() => set.baseMargin);
-  const trees = completeTrees(set);
-  if (trees && !(trees.missingLeft && Array.prototype.some.call(row, Number.isNaN))) {
-    // Each tree in its complete form (see `margins`), the leaves added in the trees' order as below.
-    const { depth, feature, threshold, leaf } = trees;
-    const inner = (1 << depth) - 1;
-    for (let k = 0; k < set.trees.length; k++) {
-      const f0 = k * inner;
-      let n = 0;
-      for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(row[feature[f0 + n]!]! < threshold[f0 + n]!);
-      sums[set.treeClass[k]!]! += leaf[k * (inner + 1) - inner + n]!;
-    }
-  } else {
-    set.trees.forEach((tree, i) => (sums[set.treeClass[i]!]! += treeValue(tree, row)));
-  }
-  let best = 0;
-  for (let c = 1; c < sums.length; c++) if (sums[c]! > sums[best]!) best = c;
-  return CLASSES[best]!;
+  const sums = CLASSES.map(() => model.class.baseMargin);
+  model.class.trees.forEach((tree, i) => (sums[model.class.treeClass[i]!]! += treeValue(tree, row)));
+  return bestClass(sums);
 }
 
 /** A margin as a calibrated probability (linear between the table's points, flat past its ends). */
@@ -343,10 +355,18 @@ export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; featur
 /** The layout fields of one page: proposals scored, calibrated, suppressed and thresholded. */
 export function detectLayout(page: PageGraphics, pageNumber: number, model: LayoutModel = defaultModel()): DetectedField[] {
   const { proposals, features, matrix } = proposalsOf(page);
-  const fieldMargins = margins(model.field, matrix, proposals.length, model.features.length);
+  const width = model.features.length;
+  const fieldMargins = margins(model.field, matrix, proposals.length, width);
+  const probabilities = Array.from(fieldMargins, (m) => calibrate(model, m));
+  // The classes of the boxes that may be accepted (at or above the threshold), scored together.
+  const likely = [...probabilities.keys()].filter((i) => probabilities[i]! >= model.threshold);
+  const likelyRows = new Float32Array(likely.length * width);
+  likely.forEach((i, k) => likelyRows.set(features[i]!, k * width));
+  const likelyMargins = classMargins(model, likelyRows, likely.length, width);
+  const classes = new Map(likely.map((i, k) => [i, bestClass(likelyMargins, k * CLASSES.length)]));
   const scored = proposals.map((proposal, i) => {
     const m = fieldMargins[i]!;
-    return { proposal, margin: m, probability: calibrate(model, m), index: i, box: proposal, cls: () => classOf(model, features[i]!) };
+    return { proposal, margin: m, probability: probabilities[i]!, index: i, box: proposal, cls: () => classes.get(i) ?? classOf(model, features[i]!) };
   });
   // Best first; equal margins in proposal order, so that a page always gives the same fields.
   scored.sort((a, b) => b.margin - a.margin || a.index - b.index);

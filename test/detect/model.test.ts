@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { FEATURE_NAMES } from '../../src/detect/features.js';
-import { calibrate, classOf, defaultModel, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
+import { calibrate, classMargins, classOf, defaultModel, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
 import { iou } from '../../src/detect/geometry.js';
 import { detect, drawPdf, points, show } from '../helpers/layout-pdf.js';
 
@@ -159,10 +159,12 @@ describe('the tree evaluator', () => {
       rows[Math.floor(random() * count) * width + f] = random() < 0.5 ? v : v + (random() - 0.5) * 1e-3;
     }
     const bulk = margins(model.field, rows, count, width);
+    const bulkClasses = classMargins(model, rows, count, width);
     for (let i = 0; i < count; i++) {
       const row = rows.subarray(i * width, (i + 1) * width);
       assert.equal(bulk[i], margin(model.field, row), `row ${i}`);
       const sums = [0, 1, 2].map((c) => model.class.trees.reduce((sum, t, k) => (model.class.treeClass[k] === c ? sum + treeValue(t, row) : sum), model.class.baseMargin));
+      assert.deepEqual([...bulkClasses.subarray(3 * i, 3 * i + 3)], sums, `row ${i}`);
       assert.equal(classOf(model, row), ['text', 'checkbox', 'signature'][sums.indexOf(Math.max(...sums))], `row ${i}`);
     }
     // Hand-made trees of depths 2, 1 and 0, a missing value sent left by one of them, a threshold
