@@ -156,16 +156,23 @@ export function featureRows(matrix: Float32Array, count: number): Float32Array[]
 }
 
 /**
- * Writes the rows of a feature matrix, value by value: as float32 (as the model reads them), a
- * value that is not finite as -1.
+ * A proposal's row while it is written: the values in double precision, `at` where the next one
+ * goes. The writers store into `values` directly (a number passed to a function that is not
+ * inlined would be boxed: a heap allocation a value), and `copyTo` puts the row in the matrix.
  */
 class RowWriter {
+  readonly values = new Float64Array(FEATURE_NAMES.length);
   at = 0;
-  constructor(readonly data: Float32Array) {}
 
-  put(v: number): this {
-    this.data[this.at++] = Number.isFinite(v) ? v : -1;
-    return this;
+  /** The row as row `index` of the matrix: as float32 (as the model reads it), a value that is not finite as -1. */
+  copyTo(matrix: Float32Array, index: number): void {
+    if (this.at !== this.values.length) throw new Error(`features: ${this.at} values for ${this.values.length} names`);
+    const start = index * this.values.length;
+    for (let k = 0; k < this.values.length; k++) {
+      const v = this.values[k]!;
+      matrix[start + k] = Number.isFinite(v) ? v : -1;
+    }
+    this.at = 0;
   }
 }
 
@@ -227,36 +234,54 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
   const cellWords = new Map<Proposal, number>();
   const pageWords = model.words.length;
   const pageRules = model.horizontal.length + model.vertical.length;
-  const row = new RowWriter(matrix);
+  const row = new RowWriter();
+  const v = row.values;
   proposals.forEach((p, index) => {
     const local = sizes0.at(p);
-    row.put(p.x / W).put(p.y / H).put((p.x + p.w) / W).put((p.y + p.h) / H).put(p.w / W).put(p.h / H).put(W > H ? 1 : 0);
-    row
-      .put(clamp(p.w / local, 0, 100))
-      .put(clamp(p.h / local, 0, 50))
-      .put(clamp(Math.log(Math.max(p.w, 0.1) / Math.max(p.h, 0.1)), -5, 5))
-      .put(local / model.lineHeight)
-      .put(Math.abs(p.w - p.h) <= 0.2 * Math.max(p.w, p.h) ? 1 : 0);
+    let i = 0;
+    v[i++] = p.x / W;
+    v[i++] = p.y / H;
+    v[i++] = (p.x + p.w) / W;
+    v[i++] = (p.y + p.h) / H;
+    v[i++] = p.w / W;
+    v[i++] = p.h / H;
+    v[i++] = W > H ? 1 : 0;
+    v[i++] = clamp(p.w / local, 0, 100);
+    v[i++] = clamp(p.h / local, 0, 50);
+    v[i++] = clamp(Math.log(Math.max(p.w, 0.1) / Math.max(p.h, 0.1)), -5, 5);
+    v[i++] = local / model.lineHeight;
+    v[i++] = Math.abs(p.w - p.h) <= 0.2 * Math.max(p.w, p.h) ? 1 : 0;
+    row.at = i;
     pushRules(model, p, local, row);
     pushShapes(shapeGrid, p, row);
     pushInside(model, p, row);
     pushText(left(model, p), p, local, 'left', lexicon, row);
     pushText(above(model, p), p, local, 'above', lexicon, row);
     const r = right(model, p);
-    row.put(r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1).put(r && isOption(r.words[0]!.str) ? 1 : 0).put(r && endsWithColon(r.str) ? 1 : 0);
-    row.put(belowGap(model, p, local));
-    row.put(Math.min(p.label.length, 80)).put(labelEndsWithColon(p.label) ? 1 : 0);
+    i = row.at;
+    v[i++] = r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1;
+    v[i++] = r && isOption(r.words[0]!.str) ? 1 : 0;
+    v[i++] = r && endsWithColon(r.str) ? 1 : 0;
+    row.at = i;
+    pushBelowGap(model, p, local, row);
+    i = row.at;
+    v[i++] = Math.min(p.label.length, 80);
+    v[i++] = labelEndsWithColon(p.label) ? 1 : 0;
+    row.at = i;
     pushCell(model, cellGrid, cellWords, p, local, row);
     neighbours.push(index, row);
-    row
-      .put(Math.min(bottoms[index]!, 50) - 1)
-      .put(Math.min(lefts[index]!, 50) - 1)
-      .put(Math.min(sizes[index]!, 100) - 1)
-      .put(Math.min(sizeKinds[index]!, 100) - 1);
-    row.put(Math.min(pageWords, 6000) / 1000).put(Math.min(pageRules, 6000) / 1000).put(Math.min(proposals.length, 5000) / 1000);
-    for (const k of KINDS) row.put(p.kind === k ? 1 : 0);
-    for (const c of CLASSES) row.put(p.cls === c ? 1 : 0);
-    if (row.at !== (index + 1) * N) throw new Error(`features: ${row.at - index * N} values for ${N} names`);
+    i = row.at;
+    v[i++] = Math.min(bottoms[index]!, 50) - 1;
+    v[i++] = Math.min(lefts[index]!, 50) - 1;
+    v[i++] = Math.min(sizes[index]!, 100) - 1;
+    v[i++] = Math.min(sizeKinds[index]!, 100) - 1;
+    v[i++] = Math.min(pageWords, 6000) / 1000;
+    v[i++] = Math.min(pageRules, 6000) / 1000;
+    v[i++] = Math.min(proposals.length, 5000) / 1000;
+    for (const k of KINDS) v[i++] = p.kind === k ? 1 : 0;
+    for (const c of CLASSES) v[i++] = p.cls === c ? 1 : 0;
+    row.at = i;
+    row.copyTo(matrix, index);
   });
   return matrix;
 }
@@ -356,17 +381,19 @@ function pushRules(model: PageModel, p: Proposal, local: number, row: RowWriter)
   topCover = Math.min(1, topCover);
   leftCover = Math.min(1, leftCover);
   rightCover = Math.min(1, rightCover);
-  row
-    .put(bottomCover)
-    .put(Number.isFinite(below) ? (below - y2) / local : -1)
-    .put(topCover)
-    .put(Number.isFinite(above) ? (p.y - above) / local : -1)
-    .put(leftCover)
-    .put(Number.isFinite(leftWall) ? (p.x - leftWall) / local : -1)
-    .put(rightCover)
-    .put(Number.isFinite(rightWall) ? (rightWall - x2) / local : -1)
-    .put(Math.min(bottomThick, 5))
-    .put((bottomCover > 0.7 ? 1 : 0) + (topCover > 0.7 ? 1 : 0) + (leftCover > 0.7 ? 1 : 0) + (rightCover > 0.7 ? 1 : 0));
+  const v = row.values;
+  let i = row.at;
+  v[i++] = bottomCover;
+  v[i++] = Number.isFinite(below) ? (below - y2) / local : -1;
+  v[i++] = topCover;
+  v[i++] = Number.isFinite(above) ? (p.y - above) / local : -1;
+  v[i++] = leftCover;
+  v[i++] = Number.isFinite(leftWall) ? (p.x - leftWall) / local : -1;
+  v[i++] = rightCover;
+  v[i++] = Number.isFinite(rightWall) ? (rightWall - x2) / local : -1;
+  v[i++] = Math.min(bottomThick, 5);
+  v[i++] = (bottomCover > 0.7 ? 1 : 0) + (topCover > 0.7 ? 1 : 0) + (leftCover > 0.7 ? 1 : 0) + (rightCover > 0.7 ? 1 : 0);
+  row.at = i;
 }
 
 /** The drawn shape most like the box (IoU), whether a shape holds it, and shading over it. */
@@ -385,7 +412,13 @@ function pushShapes(grid: Grid<Shape>, p: Proposal, row: RowWriter): void {
       else white += cover;
     }
   }
-  row.put(best).put(inside).put(Math.min(1, shaded)).put(Math.min(1, white));
+  const v = row.values;
+  let i = row.at;
+  v[i++] = best;
+  v[i++] = inside;
+  v[i++] = Math.min(1, shaded);
+  v[i++] = Math.min(1, white);
+  row.at = i;
 }
 
 /** Text, dot leaders, underscores and box glyphs inside the box. */
@@ -411,7 +444,15 @@ function pushInside(model: PageModel, p: Proposal, row: RowWriter): void {
       chars += w.str.length;
     }
   }
-  row.put(Math.min(words, 50)).put(Math.min(1, textArea / area(p))).put(Math.min(chars, 200)).put(Math.min(leaders, 100)).put(Math.min(1, underscore)).put(glyph);
+  const v = row.values;
+  let i = row.at;
+  v[i++] = Math.min(words, 50);
+  v[i++] = Math.min(1, textArea / area(p));
+  v[i++] = Math.min(chars, 200);
+  v[i++] = Math.min(leaders, 100);
+  v[i++] = Math.min(1, underscore);
+  v[i++] = glyph;
+  row.at = i;
 }
 
 /** The phrase nearest on the box's left, on the line through its middle (or its bottom line). */
@@ -453,7 +494,7 @@ function right(model: PageModel, p: Proposal): Phrase | null {
 }
 
 /** Gap to the nearest text under the box, in font sizes (-1 when none within 5). */
-function belowGap(model: PageModel, p: Proposal, local: number): number {
+function pushBelowGap(model: PageModel, p: Proposal, local: number, row: RowWriter): void {
   let best = Infinity;
   const { hits, hitIndexes } = model.wordGrid;
   for (let i = 0, n = model.wordGrid.scan(p.x, p.y + p.h - 1, p.x + p.w, p.y + p.h + local * 5); i < n; i++) {
@@ -461,13 +502,17 @@ function belowGap(model: PageModel, p: Proposal, local: number): number {
     if (model.wordKind[hitIndexes[i]!] !== WORD_TEXT || w.y < p.y + p.h - 1) continue;
     best = Math.min(best, w.y - (p.y + p.h));
   }
-  return Number.isFinite(best) ? best / local : -1;
+  row.values[row.at++] = Number.isFinite(best) ? best / local : -1;
 }
 
 function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 'above', lexicon: Map<Phrase, number[]>, row: RowWriter): void {
+  const v = row.values;
+  let i = row.at;
   if (!ph) {
-    row.put(0).put(-1).put(0).put(0).put(0).put(0).put(0);
-    for (let i = 0; i < LEXICON.length; i++) row.put(0);
+    v[i++] = 0;
+    v[i++] = -1;
+    for (let k = 0; k < 5 + LEXICON.length; k++) v[i++] = 0;
+    row.at = i;
     return;
   }
   const gap = side === 'left' ? p.x - (ph.x + ph.w) : p.y - (ph.y + ph.h);
@@ -478,9 +523,16 @@ function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 
     for (const [, re] of LEXICON) own.push(re.test(str) ? 1 : 0);
     lexicon.set(ph, own);
   }
-  row.put(1).put(clamp(gap / local, -2, 40)).put(own[0]!).put(own[1]!).put(own[2]!).put(own[3]!).put(ph.size / local);
-  for (let i = 4; i < own.length; i++) row.put(own[i]!);
+  v[i++] = 1;
+  v[i++] = clamp(gap / local, -2, 40);
+  for (let k = 0; k < 4; k++) v[i++] = own[k]!;
+  v[i++] = ph.size / local;
+  for (let k = 4; k < own.length; k++) v[i++] = own[k]!;
+  row.at = i;
 }
+
+/** The cell features of a box in no cell. */
+const NO_CELL = [0, -1, -1, 0, 0, 0, 0, -1, -1];
 
 /** The smallest whole cell holding the box, and where the box sits in it. */
 function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposal, number>, p: Proposal, local: number, row: RowWriter): void {
@@ -491,22 +543,25 @@ function pushCell(model: PageModel, grid: Grid<Proposal>, cellWords: Map<Proposa
     if (!cell || c.w * c.h < cell.w * cell.h) cell = c;
   }
   if (!cell) {
-    row.put(0).put(-1).put(-1).put(0).put(0).put(0).put(0).put(-1).put(-1);
+    row.values.set(NO_CELL, row.at);
+    row.at += NO_CELL.length;
     return;
   }
   const t = 2;
   let words = cellWords.get(cell);
   if (words === undefined) cellWords.set(cell, (words = model.wordsIn(cell, 0.5).length));
-  row
-    .put(1)
-    .put(p.w / cell.w)
-    .put(p.h / cell.h)
-    .put(Math.abs(p.y + p.h - (cell.y + cell.h)) <= t ? 1 : 0)
-    .put(Math.abs(p.y - cell.y) <= t ? 1 : 0)
-    .put(Math.abs(p.x - cell.x) <= t ? 1 : 0)
-    .put(Math.abs(p.x + p.w - (cell.x + cell.w)) <= t ? 1 : 0)
-    .put(clamp(cell.h / local, 0, 50))
-    .put(Math.min(words, 50));
+  const v = row.values;
+  let i = row.at;
+  v[i++] = 1;
+  v[i++] = p.w / cell.w;
+  v[i++] = p.h / cell.h;
+  v[i++] = Math.abs(p.y + p.h - (cell.y + cell.h)) <= t ? 1 : 0;
+  v[i++] = Math.abs(p.y - cell.y) <= t ? 1 : 0;
+  v[i++] = Math.abs(p.x - cell.x) <= t ? 1 : 0;
+  v[i++] = Math.abs(p.x + p.w - (cell.x + cell.w)) <= t ? 1 : 0;
+  v[i++] = clamp(cell.h / local, 0, 50);
+  v[i++] = Math.min(words, 50);
+  row.at = i;
 }
 
 /**
@@ -600,11 +655,13 @@ class Neighbours {
   }
 
   push(index: number, row: RowWriter): void {
-    row
-      .put(Math.min(this.count[index]!, 100))
-      .put(this.maxIou[index]!)
-      .put(this.largestArea[index]! >= 0 ? this.largestIou[index]! : 0)
-      .put(Math.min(this.containedIn[index]!, 50))
-      .put(Math.min(this.contains[index]!, 50));
+    const v = row.values;
+    let i = row.at;
+    v[i++] = Math.min(this.count[index]!, 100);
+    v[i++] = this.maxIou[index]!;
+    v[i++] = this.largestArea[index]! >= 0 ? this.largestIou[index]! : 0;
+    v[i++] = Math.min(this.containedIn[index]!, 50);
+    v[i++] = Math.min(this.contains[index]!, 50);
+    row.at = i;
   }
 }
