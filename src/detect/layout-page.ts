@@ -287,17 +287,23 @@ function addSubpath(page: PageGraphics, pts: Array<[number, number]>, closed: bo
  * have no Unicode mapping and come out in the private use area (Wingdings o q r ¨ ý þ, Wingdings 2 £).
  */
 export const CHECK_GLYPHS = '\u2610\u2611\u2612\u25A1\u2751\u2752\u25FB\u25FD\u274F\u2750\uF06F\uF071\uF072\uF0A8\uF0FD\uF0FE\uF0A3';
+/** At most this many texts are remembered by a `rememberedByText` question, each of at most REMEMBERED_CHARS characters. */
+const REMEMBERED = 4096;
+const REMEMBERED_CHARS = 128;
+
 /**
  * A question about a text (a word, a label), its answer remembered by text: the detectors ask the
  * same question of the same texts many times (a regular expression with Unicode classes costs
- * more than a lookup). At most 10,000 texts are remembered; past that the memory starts again.
+ * more than a lookup). The memory is bounded: REMEMBERED texts (past that it starts again), and
+ * a longer text than REMEMBERED_CHARS is asked each time.
  */
 export function rememberedByText<T>(answer: (s: string) => T): (s: string) => T {
   let known = new Map<string, T>();
   return (s) => {
+    if (s.length > REMEMBERED_CHARS) return answer(s);
     let found = known.get(s);
     if (found === undefined && !known.has(s)) {
-      if (known.size >= 10_000) known = new Map();
+      if (known.size >= REMEMBERED) known = new Map();
       found = answer(s);
       known.set(s, found);
     }
