@@ -47,6 +47,8 @@ const WRITES = process.env.BENCH_WRITES === '1';
 type Kind = 'baseline' | 'deliveries';
 const DATABASE_URL = process.env.DATABASE_URL ?? null;
 const ROOT = path.resolve(import.meta.dirname, '..');
+/** The `formsign` measured (BENCH_SERVER: another build's dist/src/main.js, to compare builds with the same measurement). */
+const SERVER = process.env.BENCH_SERVER ?? path.join(ROOT, 'dist/src/main.js');
 const POLICY = { allowHttp: true, allowPrivate: true };
 const silent = { info() {}, warn() {}, error() {} };
 
@@ -116,7 +118,7 @@ async function latencyPart(): Promise<void> {
     workspaces.push(ws.workspaceId);
   }
   const port = await freePort();
-  const server = spawn(process.execPath, [...SERVER_FLAGS, path.join(ROOT, 'dist/src/main.js'), 'serve'], {
+  const server = spawn(process.execPath, [...SERVER_FLAGS, SERVER, 'serve'], {
     env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: 'info', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true', ...(DATABASE_URL ? { DATABASE_URL } : {}) },
     stdio: 'ignore',
   });
@@ -231,6 +233,7 @@ async function throughputPart(): Promise<void> {
 
 async function main(): Promise<void> {
   if (!fs.existsSync(path.join(ROOT, 'dist/src/main.js'))) throw new Error('run `npm run build` first');
+  if (process.env.BENCH_SERVER) console.log(`server: ${SERVER}`);
   console.log(`Node ${process.version}, ${os.cpus().length} cores (a shared machine: figures vary from run to run)\n`);
   if (process.env.BENCH_PART !== 'throughput') await latencyPart();
   if (process.env.BENCH_PART !== 'latency') await throughputPart();

@@ -25,7 +25,7 @@ const USAGE = `Usage: formsign <command>
 Commands:
   serve [--no-worker]        run the HTTP API (migrates the database first) and, unless told
                              not to, one parse-job worker and the webhook deliveries in the
-                             same process
+                             same process (the deliveries in a thread of their own)
   worker [--concurrency <n>] run parse-job workers and webhook deliveries only (scale-out: any
                              number of processes)
   migrate                    apply pending database migrations and exit
