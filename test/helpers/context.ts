@@ -48,6 +48,8 @@ export interface TestBlobs {
   blobs: BlobStore;
   /** The settings a spawned `formsign` process needs to use the same store (BLOB_STORE, S3_*). */
   env: Record<string, string>;
+  /** Multipart uploads the s3rver stand-in still keeps (it cannot list or abort them); `[]` for other stores. */
+  openMultipartUploads(): string[];
   close(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export async function createTestBlobs(kind: 'disk' | 'postgres' | 's3', dataDir:
   return {
     blobs,
     env: s3 ? s3.env : { BLOB_STORE: kind },
+    openMultipartUploads: () => s3?.openMultipartUploads() ?? [],
     async close() {
       await blobs.close();
       await s3?.close();
@@ -135,7 +138,10 @@ export interface TestContext {
   staging: Staging;
   /** The settings a spawned `formsign` process needs to use this context's blob store. */
   blobEnv: Record<string, string>;
-  /** Every hash in the blob store (sorted). */
+  /**
+   * Every hash in the blob store (sorted), then what uploads left there uncommitted (`upload:<id>`)
+   * and rows of the upload journal (`journal:<id>`): nothing of those once every upload has answered.
+   */
   storedBlobs(): Promise<string[]>;
   /** Where this context's blobs live (`blobs/`, `tmp/`). */
   dataDir: string;
@@ -241,7 +247,10 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     async storedBlobs() {
       const all: string[] = [];
       for await (const sha256 of blobs.list()) all.push(sha256);
-      return all.sort();
+      all.sort();
+      for await (const id of blobs.listUploads()) all.push(`upload:${id}`);
+      for (const { id } of await database.store.db.selectFrom('blob_uploads').select('id').orderBy('id').execute()) all.push(`journal:${id}`);
+      return all;
     },
     dataDir,
     queue,
