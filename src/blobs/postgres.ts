@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
+import { PieceSender } from './pieces.js';
 import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
 /** Bytes per row of `blob_chunks`: large enough for few round trips, small enough to bound memory. */
@@ -146,57 +147,33 @@ export class PostgresBlobStore implements BlobStore {
   async close(): Promise<void> {}
 }
 
+/** Chunk inserts in flight per upload: PostgreSQL writes one while this process receives the next. */
+const CHUNKS_IN_FLIGHT = 2;
+
 /**
- * The chunks of one upload, written while it is received: 1 MiB filled while the previous chunk's
- * insert runs (two buffers, reused), so that receiving and writing overlap and at most two chunks
- * of the file are in this process's memory (plus the driver's copy of the one being sent).
+ * The chunks of one upload, written while it is received: a 1 MiB chunk is filled while earlier
+ * ones are inserted (`PieceSender`), so that receiving and writing overlap and at most three
+ * chunks of the file are in this process's memory (plus the driver's copy of one being sent).
  */
 class PostgresUpload implements BlobUpload {
-  private filling: Buffer | null = null;
-  private spare: Buffer | null = null;
-  private filled = 0;
-  private seq = 0;
-  private bytes = 0;
-  private inflight: Promise<void> | null = null;
-  private stopped = false;
+  private readonly pieces: PieceSender;
+  private ending: Promise<void> | null = null;
 
   constructor(
     private readonly db: Kysely<any>,
     private readonly id: string,
-  ) {}
-
-  async write(chunk: Buffer): Promise<void> {
-    if (this.stopped) throw new Error('the upload was stopped');
-    let offset = 0;
-    while (offset < chunk.length) {
-      this.filling ??= this.spare ?? Buffer.allocUnsafe(PG_CHUNK_BYTES);
-      if (this.filling === this.spare) this.spare = null;
-      const copied = chunk.copy(this.filling, this.filled, offset);
-      this.filled += copied;
-      offset += copied;
-      this.bytes += copied;
-      if (this.filled === PG_CHUNK_BYTES) await this.flush();
-    }
+  ) {
+    this.pieces = new PieceSender(PG_CHUNK_BYTES, CHUNKS_IN_FLIGHT, (data, seq) => this.insert(seq, data));
   }
 
-  /** Sends the filled buffer once the previous insert has answered (whose buffer is then reused). */
-  private async flush(): Promise<void> {
-    if (this.inflight) await this.inflight;
-    // Stopped meanwhile: `abort` has seen the insert in flight and must not miss another.
-    if (this.stopped && !this.ending) throw new Error('the upload was stopped');
-    const buffer = this.filling!;
-    const data = buffer.subarray(0, this.filled);
-    const seq = this.seq++;
-    this.filling = null;
-    this.filled = 0;
-    const sent = this.insert(seq, data).then(() => {
-      this.spare = buffer;
-    });
-    // An error surfaces at the next write or at `end`.
-    sent.catch(() => {});
-    this.inflight = sent;
+  write(chunk: Buffer): Promise<void> {
+    return this.pieces.write(chunk);
   }
 
+  /**
+   * One short transaction per chunk, asynchronous commit (see the class above); written only
+   * while the upload's journal row exists, which it holds `for share` until it commits.
+   */
   private async insert(seq: number, data: Buffer): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       await sql`set local synchronous_commit = off`.execute(trx);
@@ -206,26 +183,18 @@ class PostgresUpload implements BlobUpload {
     });
   }
 
-  private ending: Promise<void> | null = null;
-
   end(): Promise<void> {
-    this.ending ??= this.finish();
+    this.ending ??= this.pieces.flush();
     return this.ending;
-  }
-
-  private async finish(): Promise<void> {
-    if (this.filled > 0) await this.flush();
-    if (this.inflight) await this.inflight;
-    this.filling = this.spare = null;
   }
 
   async commit(sha256: string, size: number, db: Kysely<any>): Promise<void> {
     checkHash(sha256);
-    if (this.bytes !== size) throw new Error(`the upload received ${this.bytes} bytes, not ${size}`);
+    if (this.pieces.bytes !== size) throw new Error(`the upload received ${this.pieces.bytes} bytes, not ${size}`);
     const found = await sql<{ chunks: string | number; bytes: string | number }>`select count(*) as chunks, coalesce(sum(octet_length(data)), 0) as bytes
       from blob_chunks where upload_id = ${this.id}`.execute(db);
     const { chunks, bytes } = found.rows[0]!;
-    if (Number(chunks) !== this.seq || Number(bytes) !== size) throw new Error(`the stored chunks of upload ${this.id} are not the ${size} bytes received`);
+    if (Number(chunks) !== this.pieces.sent || Number(bytes) !== size) throw new Error(`the stored chunks of upload ${this.id} are not the ${size} bytes received`);
     // The hash's lock is held (withCommittedBlobs): no other commit of these bytes runs meanwhile.
     const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
       values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${this.id}, ${new Date().toISOString()})
@@ -235,9 +204,7 @@ class PostgresUpload implements BlobUpload {
   }
 
   async abort(): Promise<void> {
-    this.stopped = true;
     await this.ending?.catch(() => {});
-    await this.inflight?.catch(() => {});
-    this.filling = this.spare = null;
+    await this.pieces.stop();
   }
 }

@@ -20,7 +20,8 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Config } from './config.js';
-import { BlobNotFound, checkHash, SHA256, UploadGone, type BlobStore, type BlobUpload, type ByteRange, type PresignOptions, type StartUploadOptions } from './store.js';
+import { PieceSender } from './pieces.js';
+import { BlobNotFound, checkHash, SHA256, type BlobStore, type BlobUpload, type ByteRange, type PresignOptions, type StartUploadOptions } from './store.js';
 
 /** Multipart parts of 5 MiB (S3's least), two in flight: at most 10 MiB of a file in memory, whatever its size. */
 const PART_BYTES = 5 * 1024 * 1024;
@@ -249,23 +250,18 @@ export class S3BlobStore implements BlobStore {
 
 /**
  * One upload streaming into a multipart upload of its own key: a 5 MiB part is filled while up
- * to two earlier ones are sent (three buffers, reused), so memory stays at 15 MiB per upload
- * whatever the file size. The multipart upload is started by the first full part; a file that
- * never fills one is put from the staged file at commit.
+ * to two earlier ones are sent (`PieceSender`), so memory stays at 15 MiB per upload whatever
+ * the file size. The multipart upload is started by the first full part; a file that never fills
+ * one is put from the staged file at commit.
  */
 class S3Upload implements BlobUpload {
   private readonly client: S3Client;
+  private readonly pieces: PieceSender;
+  private creating: Promise<string> | null = null;
   private uploadId: string | null = null;
-  private part: Buffer | null = null;
-  private readonly spare: Buffer[] = [];
-  private filled = 0;
-  private bytes = 0;
-  private partNumber = 0;
   private readonly parts: Array<{ PartNumber: number; ETag: string }> = [];
-  private readonly inflight = new Set<Promise<void>>();
-  private failure: unknown = null;
   private completed = false;
-  private stopped = false;
+  private ending: Promise<void> | null = null;
 
   constructor(
     private readonly store: S3BlobStore,
@@ -274,86 +270,49 @@ class S3Upload implements BlobUpload {
     private readonly options: StartUploadOptions,
   ) {
     this.client = store.client;
+    this.pieces = new PieceSender(PART_BYTES, PARTS_IN_FLIGHT, (body, index) => this.sendPart(body, index + 1));
   }
 
-  async write(chunk: Buffer): Promise<void> {
-    if (this.stopped) throw new Error('the upload was stopped');
-    if (this.failure) throw this.failure;
-    let offset = 0;
-    while (offset < chunk.length) {
-      this.part ??= this.spare.pop() ?? Buffer.allocUnsafe(PART_BYTES);
-      const copied = chunk.copy(this.part, this.filled, offset);
-      this.filled += copied;
-      offset += copied;
-      this.bytes += copied;
-      if (this.filled === PART_BYTES) await this.send();
-    }
+  write(chunk: Buffer): Promise<void> {
+    return this.pieces.write(chunk);
   }
 
-  /** Sends the filled part once fewer than PARTS_IN_FLIGHT are on their way. */
-  private async send(): Promise<void> {
-    if (this.uploadId === null) {
-      if (this.stopped) throw new Error('the upload was stopped');
+  /** Starts the multipart upload (once) and keeps its id with the journal row, so that a crash leaves nothing the sweep cannot abort. */
+  private multipart(): Promise<string> {
+    this.creating ??= (async () => {
       const created = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.key }));
-      this.uploadId = created.UploadId!;
+      const uploadId = created.UploadId!;
       try {
-        await this.options.remember(this.uploadId);
+        await this.options.remember(uploadId);
       } catch (error) {
-        await this.store.abortMultipart(this.key, this.uploadId).catch(() => false);
-        this.uploadId = null;
+        await this.store.abortMultipart(this.key, uploadId).catch(() => false);
         throw error;
       }
-    }
-    while (this.inflight.size >= PARTS_IN_FLIGHT) await Promise.race(this.inflight);
-    if (this.failure) throw this.failure;
-    // Stopped meanwhile: `abort` has seen the parts in flight and must not miss another.
-    if (this.stopped && !this.ending) throw new Error('the upload was stopped');
-    if (this.partNumber >= MAX_PARTS) throw new Error(`S3 takes at most ${MAX_PARTS} parts of ${PART_BYTES} bytes in one upload`);
-    const buffer = this.part!;
-    const body = buffer.subarray(0, this.filled);
-    const number = ++this.partNumber;
-    this.part = null;
-    this.filled = 0;
-    const sent: Promise<void> = this.client
-      .send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId, PartNumber: number, Body: body, ContentLength: body.length }))
-      .then(
-        (answer) => {
-          this.parts.push({ PartNumber: number, ETag: answer.ETag! });
-          this.spare.push(buffer);
-        },
-        (error: unknown) => {
-          this.failure ??= error;
-        },
-      )
-      .finally(() => this.inflight.delete(sent));
-    this.inflight.add(sent);
+      this.uploadId = uploadId;
+      return uploadId;
+    })();
+    return this.creating;
   }
 
-  private async settle(): Promise<void> {
-    while (this.inflight.size > 0) await Promise.race(this.inflight);
+  private async sendPart(body: Buffer, number: number): Promise<void> {
+    if (number > MAX_PARTS) throw new Error(`S3 takes at most ${MAX_PARTS} parts of ${PART_BYTES} bytes in one upload`);
+    const uploadId = await this.multipart();
+    const answer = await this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: uploadId, PartNumber: number, Body: body, ContentLength: body.length }));
+    this.parts.push({ PartNumber: number, ETag: answer.ETag! });
   }
-
-  private ending: Promise<void> | null = null;
 
   /** A multipart upload: its last part, then completed (the object exists under the upload's key). */
   end(): Promise<void> {
-    this.ending ??= this.finish();
+    this.ending ??= (async () => {
+      if (this.pieces.small) {
+        // One part or less: put from the staged file at commit.
+        this.pieces.release();
+        return;
+      }
+      await this.pieces.flush();
+      await this.complete();
+    })();
     return this.ending;
-  }
-
-  private async finish(): Promise<void> {
-    if (this.uploadId === null) {
-      // One part or less: put from the staged file at commit.
-      this.part = null;
-      this.spare.length = 0;
-      return;
-    }
-    if (this.filled > 0) await this.send();
-    await this.settle();
-    this.part = null;
-    this.spare.length = 0;
-    if (this.failure) throw this.failure;
-    await this.complete();
   }
 
   private async complete(): Promise<void> {
@@ -364,12 +323,12 @@ class S3Upload implements BlobUpload {
 
   async commit(sha256: string, size: number, _db: Kysely<any>): Promise<void> {
     checkHash(sha256);
-    if (this.bytes !== size) throw new Error(`the upload received ${this.bytes} bytes, not ${size}`);
-    if (this.uploadId === null) {
+    if (this.pieces.bytes !== size) throw new Error(`the upload received ${this.pieces.bytes} bytes, not ${size}`);
+    if (this.pieces.small) {
       await this.store.putSmall(this.options.staged, sha256, size);
       return;
     }
-    if (!this.completed) throw new UploadGone(this.key);
+    if (!this.completed) throw new Error(`the multipart upload of ${this.key} was not completed`);
     if (size > this.store.copyLimitBytes) await this.store.putLarge(this.options.staged, sha256, size);
     else await this.store.copyToHash(this.key, sha256);
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key }));
@@ -381,11 +340,9 @@ class S3Upload implements BlobUpload {
    * `discardUpload` then removes.
    */
   async abort(): Promise<void> {
-    this.stopped = true;
     await this.ending?.catch(() => {});
-    await this.settle();
-    this.part = null;
-    this.spare.length = 0;
+    await this.pieces.stop();
+    await this.creating?.catch(() => {});
     if (this.uploadId === null || this.completed) return;
     if (await this.store.abortMultipart(this.key, this.uploadId).catch(() => true)) return;
     if (this.parts.length > 0) await this.complete().catch(() => {});
