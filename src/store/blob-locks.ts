@@ -234,7 +234,7 @@ export async function sweepUploads(store: Store, blobs: BlobStore, olderThan: nu
 /**
  * Clean-up after a crash, at start-up and then periodically: staged files of processes that no
  * longer run, uploads abandoned in the store (journal rows older than `uploadGraceMs`), what
- * interrupted puts left that no journal knows (older than an hour at least), and the blob
+ * interrupted puts left that no journal knows (older than that, and than an hour), and the blob
  * journal's orphans (`sweepBlobJournal`, older than `graceMs`).
  */
 export async function sweepBlobs(
@@ -247,7 +247,7 @@ export async function sweepBlobs(
 ): Promise<{ temps: number; uploads: number; partial: number; blobs: number }> {
   const temps = await staging.sweep(now);
   const uploads = await sweepUploads(store, blobs, now - uploadGraceMs);
-  const partial = await blobs.sweepPartial(now - Math.max(graceMs, 60 * 60_000));
+  const partial = await blobs.sweepPartial(now - Math.max(graceMs, uploadGraceMs, 60 * 60_000));
   const { removed } = await sweepBlobJournal(store, blobs, graceMs, now);
   return { temps, uploads, partial, blobs: removed };
 }

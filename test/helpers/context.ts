@@ -143,6 +143,8 @@ export interface TestContext {
    * and rows of the upload journal (`journal:<id>`): nothing of those once every upload has answered.
    */
   storedBlobs(): Promise<string[]>;
+  /** Multipart uploads the s3rver stand-in still keeps (it can neither list nor abort them); `[]` for other stores. */
+  openMultipartUploads(): string[];
   /** Where this context's blobs live (`blobs/`, `tmp/`). */
   dataDir: string;
   store: Store;
@@ -244,6 +246,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     blobs,
     staging,
     blobEnv: testBlobs?.env ?? { BLOB_STORE: blobs.kind },
+    openMultipartUploads: () => testBlobs?.openMultipartUploads() ?? [],
     async storedBlobs() {
       const all: string[] = [];
       for await (const sha256 of blobs.list()) all.push(sha256);
