@@ -29,9 +29,11 @@ export interface BlobStore {
   /** Uploads whose bytes are in the store but not committed: for audits and tests only. */
   listUploads(): AsyncIterable<string>;
   /**
-   * Stores the complete local file `file` (of `size` bytes) under `sha256`, atomically; when that
-   * content is stored already, nothing is written. `file` may be moved away (the disk store
-   * renames it into place); the caller discards its staged file afterwards either way.
+   * Stores the complete local file `file` (of `size` bytes) under `sha256`, atomically: the disk
+   * store's upload, and a DOCX's PDF rendition with every store. When that content is stored
+   * already the disk store replaces it with the same bytes (the same work either way), the others
+   * write nothing. `file` may be moved away (the disk store renames it into place); the caller
+   * discards its staged file afterwards either way.
    */
   put(file: string, sha256: string, size: number): Promise<void>;
   /**
