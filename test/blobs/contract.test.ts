@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { S3BlobStore } from '../../src/blobs/s3.js';
 import { Staging } from '../../src/blobs/staging.js';
 import { BlobNotFound, UploadGone, type BlobStore } from '../../src/blobs/store.js';
 import { abandonUpload, beginUpload, commitUpload, sweepUploads, withCommittedBlobs, type StoreUpload } from '../../src/store/blob-locks.js';
@@ -265,6 +266,25 @@ for (const kind of KINDS) {
       await ended.discard();
       for (const sha of [midway.sha, ended.sha]) assert.equal(await blobs.stat(sha), null);
       assert.deepEqual(await uploadsLeft(), []);
+    });
+
+    it('s3: a file larger than CopyObject takes (5 GiB) is put again from the staged file instead (the limit lowered to 1 MiB here)', { skip: kind === 's3' ? false : 'S3 only' }, async () => {
+      const limited = new S3BlobStore(test.s3Config!, { copyLimit: 1024 * 1024 });
+      try {
+        const bytes = crypto.randomBytes(6 * 1024 * 1024 + 17);
+        const temp = await staging.createTemp();
+        fs.writeFileSync(temp.path, bytes);
+        const upload = (await beginUpload(database.store, limited, temp.path))!;
+        for (let at = 0; at < bytes.length; at += 100_000) await upload.writer.write(bytes.subarray(at, at + 100_000));
+        await upload.writer.end();
+        const sha = crypto.createHash('sha256').update(bytes).digest('hex');
+        await withCommittedBlobs(database.store, [sha], (db) => commitUpload(database.store, db, upload, sha, bytes.length), async () => undefined);
+        await temp.discard();
+        assert.ok((await read(sha)).bytes.equals(bytes));
+        assert.deepEqual(await uploadsLeft(), []);
+      } finally {
+        await limited.close();
+      }
     });
 
     it('the sweep removes an upload a crash left once its journal row is older than the grace period, spares a young one; the old one can no longer commit', { skip: streams }, async () => {

@@ -10,7 +10,7 @@ import { buildApp, type HttpLimits } from '../../src/app.js';
 import { createBlobStore } from '../../src/blobs/factory.js';
 import { Staging } from '../../src/blobs/staging.js';
 import type { BlobStore } from '../../src/blobs/store.js';
-import type { BlobConfig } from '../../src/config.js';
+import type { BlobConfig, S3Config } from '../../src/config.js';
 import { startTestS3, type TestS3 } from './s3.js';
 import { findSoffice, LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
@@ -50,6 +50,8 @@ export interface TestBlobs {
   env: Record<string, string>;
   /** Multipart uploads the s3rver stand-in still keeps (it cannot list or abort them); `[]` for other stores. */
   openMultipartUploads(): string[];
+  /** The bucket's settings, for `s3`. */
+  s3Config: S3Config | null;
   close(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export async function createTestBlobs(kind: 'disk' | 'postgres' | 's3', dataDir:
     blobs,
     env: s3 ? s3.env : { BLOB_STORE: kind },
     openMultipartUploads: () => s3?.openMultipartUploads() ?? [],
+    s3Config: s3?.config ?? null,
     async close() {
       await blobs.close();
       await s3?.close();
