@@ -18,13 +18,14 @@ import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { migrate } from './store/migrations.js';
 import type { WorkerLog } from './jobs/worker.js';
 import type { WebhookDispatcher } from './webhooks/dispatcher.js';
+import type { DispatcherThread } from './webhooks/dispatcher-thread.js';
 
 const USAGE = `Usage: formsign <command>
 
 Commands:
   serve [--no-worker]        run the HTTP API (migrates the database first) and, unless told
                              not to, one parse-job worker and the webhook deliveries in the
-                             same process
+                             same process (the deliveries in a thread of their own)
   worker [--concurrency <n>] run parse-job workers and webhook deliveries only (scale-out: any
                              number of processes)
   migrate                    apply pending database migrations and exit
@@ -51,8 +52,10 @@ const BLOB_SWEEP_EVERY_MS = 60 * 60_000;
 /** A mistake in how the command was called: one line on stderr, exit code 2. */
 class UsageError extends Error {}
 
+const storeOptions = (config: Config) => ({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'formsign.sqlite'), sqliteBusyWaitMs: config.sqliteBusyWaitMs });
+
 export function openStore(config: Config): Store {
-  return createStore({ databaseUrl: config.databaseUrl, sqlitePath: path.join(config.dataDir, 'formsign.sqlite'), sqliteBusyWaitMs: config.sqliteBusyWaitMs });
+  return createStore(storeOptions(config));
 }
 
 /** The blob store `BLOB_STORE` names, checked: an unreachable bucket stops start-up with one line. */
@@ -123,7 +126,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
   // Its final states record the parse job's webhook event in the same transaction.
   const queue = new JobQueue(store, { ...DEFAULT_QUEUE_OPTIONS, leaseMs: config.jobLeaseMs, now: () => clock.now(), settled: parseJobSettled });
   let worker: InstanceType<typeof ParseWorker> | null = null;
-  let dispatcher: WebhookDispatcher | null = null;
+  let dispatcher: DispatcherThread | null = null;
   const app = await buildApp({
     store,
     limiter,
@@ -146,11 +149,11 @@ async function serve(config: Config, args: string[]): Promise<void> {
   });
   if (!flags['no-worker']) {
     // Loaded before anything runs: nothing awaits between the start of the work and the signal handlers below.
-    dispatcher = await startDispatcher(config, store, app.log);
+    dispatcher = await startDispatcherThread(config, app.log);
     worker = new ParseWorker({ store, queue, blobs, log: app.log, ai: config.ai, detectionLimits: detectionLimits(config), clock });
     worker.start();
   }
-  app.log.info(worker ? `parse jobs and webhook deliveries run in this process (worker ${worker.owner})` : 'no parse worker and no webhook deliveries in this process (--no-worker): run `formsign worker`');
+  app.log.info(worker && dispatcher ? `parse jobs and webhook deliveries run in this process (parse worker ${worker.owner}; webhook deliveries in a thread of their own, ${dispatcher.owner})` : 'no parse worker and no webhook deliveries in this process (--no-worker): run `formsign worker`');
   app.log.info(`stored files: ${blobs.kind}`);
   if (swept.temps || swept.uploads || swept.partial || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
@@ -194,7 +197,18 @@ async function serve(config: Config, args: string[]): Promise<void> {
 
 const detectionLimits = (config: Config) => ({ timeoutMs: config.detectTimeoutMs, maxMemoryMb: config.detectMaxMemoryMb });
 
-/** Webhook deliveries of this process (src/webhooks/dispatcher.ts), started. */
+/**
+ * `formsign serve`'s webhook deliveries: the dispatcher in a worker thread with its own database
+ * connection (src/webhooks/dispatcher-thread.ts), off the API's event loop.
+ */
+async function startDispatcherThread(config: Config, log: WorkerLog): Promise<DispatcherThread> {
+  const { DispatcherThread } = await import('./webhooks/dispatcher-thread.js');
+  const { timeoutMs, concurrency, retryScale, allowHttp, allowPrivate } = config.webhooks;
+  // A small PostgreSQL pool: claims and batched outcomes need few connections.
+  return DispatcherThread.start({ store: { ...storeOptions(config), poolSize: 4 }, dispatcher: { policy: { allowHttp, allowPrivate }, timeoutMs, concurrency, retryScale }, log });
+}
+
+/** Webhook deliveries of this process (src/webhooks/dispatcher.ts), started: `formsign worker`'s, which has no API. */
 async function startDispatcher(config: Config, store: Store, log: WorkerLog): Promise<WebhookDispatcher> {
   const { WebhookDispatcher } = await import('./webhooks/dispatcher.js');
   const { timeoutMs, concurrency, retryScale, allowHttp, allowPrivate } = config.webhooks;

@@ -174,6 +174,8 @@ describe(`webhook deliveries (${TEST_DB})`, () => {
     assert.equal(new Set(r.received.map((x) => x.headers['webhook-id'])).size, 1);
     assert.equal(new Set(r.received.map((x) => x.body)).size, 1);
     assert.equal(r.received[0]!.headers['webhook-id'], delivery!.eventId);
+    // The success ended the endpoint's failing streak (begun by the 500), in the same commit.
+    assert.equal((await ctx.store.db.selectFrom('webhook_endpoints').select('failing_since').where('id', '=', id).executeTakeFirstOrThrow()).failing_since, null);
   });
 
   it('retries after connection refused until the receiver is up', async () => {
