@@ -248,13 +248,14 @@ describe('documents', () => {
       try {
         // One being read (the helper is frozen), 16 waiting: A's share.
         const mine = Array.from({ length: 17 }, (_, i) => send(headers, `A${i + 1}`, long));
-        await new Promise((r) => setTimeout(r, 1000));
+        // Each upload is received, staged and streamed into the store before it queues: time enough on a loaded machine.
+        await new Promise((r) => setTimeout(r, 3000));
         const refused = await upload([file(long, 'A18.pdf')]);
         assert.equal(refused.statusCode, 503, refused.body);
         assert.equal(refused.json().code, 'unavailable');
         assert.equal(refused.headers['retry-after'], '10');
         const theirs = send(other, 'B1', small);
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 1000));
         process.kill(helper, 'SIGCONT');
         const results = await Promise.all([...mine, theirs]);
         assert.deepEqual(new Set(results.map((r) => r.statusCode)), new Set([201]));
