@@ -1,6 +1,7 @@
 /**
  * Upload of a 50 MB PDF over a real socket: formsign (`POST /api/v1/documents`: stream to a
- * staged file while hashing, type check, PDF analysis in a helper, blob put, row) with each blob
+ * staged file while hashing and — postgres, s3 — into the store, type check, PDF analysis in a
+ * helper, the file made visible under its hash, row) with each blob
  * store — `disk` (on SQLite), `postgres` and `s3` (on PostgreSQL; s3 is an s3rver stand-in in a
  * process of its own) — against a bare @fastify/multipart route that streams the same file to
  * disk, same run, alternating. Every upload is of new bytes (the stores keep a content once).

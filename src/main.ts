@@ -44,6 +44,8 @@ WEBHOOK_TIMEOUT_MS, WEBHOOK_CONCURRENCY, WEBHOOK_RETRY_SCALE, METRICS, METRICS_T
 
 /** Uploads in flight (of this server or, on PostgreSQL, of others) may be between their journal entry and their row: only older entries are orphans. */
 const BLOB_SWEEP_GRACE_MS = 10 * 60_000;
+/** The least age at which an upload's journal row (a file streaming into the store) is taken for abandoned. */
+const UPLOAD_SWEEP_GRACE_MS = 60 * 60_000;
 /** How often a running server sweeps the blob journal (the orphans of a crashed upload of another server, say). */
 const BLOB_SWEEP_EVERY_MS = 60 * 60_000;
 
@@ -111,7 +113,10 @@ async function serve(config: Config, args: string[]): Promise<void> {
   const downloadSigner = new DownloadSigner(await serverSecret(store.db, 'download_url'));
   // At start-up on SQLite no upload is in flight (one server): no grace.
   const clock = systemClock;
-  const swept = await sweepBlobs(store, blobs, staging, store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now());
+  // An upload streaming into the store takes at most the request's time to arrive, then its reading:
+  // its journal row is an orphan only once it is older than that (on SQLite at start-up, at once).
+  const uploadGraceMs = Math.max(UPLOAD_SWEEP_GRACE_MS, config.http.requestTimeoutMs + BLOB_SWEEP_GRACE_MS);
+  const swept = await sweepBlobs(store, blobs, staging, store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now(), store.dialect === 'sqlite' ? 0 : uploadGraceMs);
   const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
@@ -150,10 +155,10 @@ async function serve(config: Config, args: string[]): Promise<void> {
   }
   app.log.info(worker && dispatcher ? `parse jobs and webhook deliveries run in this process (parse worker ${worker.owner}; webhook deliveries in a thread of their own, ${dispatcher.owner})` : 'no parse worker and no webhook deliveries in this process (--no-worker): run `formsign worker`');
   app.log.info(`stored files: ${blobs.kind}`);
-  if (swept.temps || swept.partial || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
+  if (swept.temps || swept.uploads || swept.partial || swept.blobs) app.log.info(swept, 'removed files left by an earlier crash');
   const sweeper = setInterval(() => {
-    sweepBlobs(store, blobs, staging, BLOB_SWEEP_GRACE_MS, clock.now()).then(
-      (result) => (result.temps || result.blobs) && app.log.info(result, 'removed unreferenced files'),
+    sweepBlobs(store, blobs, staging, BLOB_SWEEP_GRACE_MS, clock.now(), uploadGraceMs).then(
+      (result) => (result.temps || result.uploads || result.blobs) && app.log.info(result, 'removed unreferenced files'),
       (error: unknown) => app.log.warn({ err: error }, 'periodic sweep of stored files failed'),
     );
   }, BLOB_SWEEP_EVERY_MS);

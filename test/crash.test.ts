@@ -69,13 +69,22 @@ for (const kind of KINDS) {
       return all.sort();
     }
 
-    /** Every row's file is stored, every stored file has a row, and the journal is settled. */
+    /** Uploads left in the store uncommitted (chunks, objects under `uploads/`, listable multipart uploads). */
+    async function uploadsInStore(): Promise<string[]> {
+      const all: string[] = [];
+      for await (const id of test.blobs.listUploads()) all.push(id);
+      return all.sort();
+    }
+
+    /** Every row's file is stored, every stored file has a row, no upload is left in the store, and both journals are settled. */
     async function consistent(): Promise<number> {
       const rows = await database.store.db.selectFrom('documents').select(['sha256']).execute();
       const referenced = [...new Set(rows.map((r) => r.sha256))].sort();
       for (const sha of referenced) assert.ok(await test.blobs.stat(sha), `a row points at the missing file ${sha}`);
       assert.deepEqual(await stored(), referenced, 'no stored file without a row');
+      assert.deepEqual(await uploadsInStore(), [], 'no upload left in the store');
       assert.deepEqual(await database.store.db.selectFrom('blob_checks').selectAll().execute(), [], 'the journal is settled');
+      assert.deepEqual(await database.store.db.selectFrom('blob_uploads').selectAll().execute(), [], 'the upload journal is settled');
       return rows.length;
     }
 
@@ -101,6 +110,9 @@ for (const kind of KINDS) {
       req.write(Buffer.concat([Buffer.from('%PDF-1.7\n'), crypto.randomBytes(8 * 1024 * 1024)]));
       const tmp = path.join(dataDir, 'tmp');
       await waitFor(async () => filesUnder(tmp).some((f) => fs.statSync(path.join(tmp, f)).size > 1024 * 1024));
+      // Streaming stores: until the store holds part of it (s3: its multipart upload started by the first 5 MiB part).
+      if (kind === 'postgres') await waitFor(async () => (await uploadsInStore()).length > 0);
+      if (kind === 's3') await waitFor(async () => Boolean((await database.store.db.selectFrom('blob_uploads').select('ref').executeTakeFirst())?.ref));
       const deletes = docs.map((d) =>
         fetch(`http://127.0.0.1:${first.port}/api/v1/documents/${d.id}?permanent=true`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } }).catch(() => null),
       );
@@ -111,6 +123,13 @@ for (const kind of KINDS) {
       req.destroy();
       await Promise.all(deletes);
       assert.equal(filesUnder(tmp).length, 1, 'the killed upload left its staged file behind');
+      if (kind !== 'disk') {
+        // It was streaming into the store too: its journal row is there, and (postgres) its chunks.
+        const journal = await database.store.db.selectFrom('blob_uploads').select(['id', 'ref']).execute();
+        assert.equal(journal.length, 1, 'the killed upload\'s journal row');
+        if (kind === 'postgres') assert.deepEqual(await uploadsInStore(), [journal[0]!.id], 'its chunks, uncommitted');
+        if (kind === 's3') assert.ok(journal[0]!.ref, 'its multipart upload was started and its id kept');
+      }
 
       // The exact crash points, as a SIGKILL there leaves them: a file put with its journal entry
       // but no row (between an upload's put and its row), and a row deleted with its journal
@@ -147,12 +166,17 @@ for (const kind of KINDS) {
         // With several servers on PostgreSQL a young journal entry may be another server's upload
         // in flight: only entries older than the grace period (10 minutes) are swept there.
         await database.store.db.updateTable('blob_checks').set({ created_at: new Date(Date.now() - 60 * 60_000).toISOString() }).execute();
+        // And an upload's journal row only once it is older than the request timeout and the grace period.
+        await database.store.db.updateTable('blob_uploads').set({ created_at: new Date(Date.now() - 24 * 60 * 60_000).toISOString() }).execute();
       }
 
       const third = await startServer();
       try {
         assert.deepEqual(filesUnder(tmp), [], 'staged files of the dead process are gone');
         const rows = await consistent();
+        // s3rver can neither list nor abort multipart uploads (S3 can: the sweep aborted the
+        // killed upload's by the id its journal row kept): the stand-in keeps that one's parts.
+        assert.ok(test.openMultipartUploads().length <= 1, `s3rver keeps only the killed upload's parts: ${test.openMultipartUploads().join(', ')}`);
         assert.ok(!(await stored()).includes(orphanSha), 'the orphan is gone');
         assert.ok(!(await stored()).includes(doomed.sha256), 'the deleted document\'s file is gone');
         assert.ok((await stored()).includes(kept.sha256));

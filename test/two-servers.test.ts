@@ -135,8 +135,13 @@ for (const kind of ['postgres', 's3'] as const) {
       assert.match(job.error.message, /missing/);
       const row = await database.store.db.selectFrom('jobs').select(['attempts']).where('id', '=', job.id).executeTakeFirstOrThrow();
       assert.equal(Number(row.attempts), 1, 'not retried: the file will not come back');
-      // And the file route says the same kind of thing: a 500 without detail, logged.
-      assert.equal((await fetch(`${b}/documents/${doc.id}/file`, { headers: auth() })).status, 500);
+      // And the file route says the same: 500 file_unavailable, in the envelope, logged.
+      const missing = await fetch(`${b}/documents/${doc.id}/file`, { headers: auth() });
+      assert.equal(missing.status, 500);
+      const body = (await missing.json()) as { success: boolean; code: string; hint: string };
+      assert.equal(body.success, false);
+      assert.equal(body.code, 'file_unavailable');
+      assert.match(body.hint, /missing/);
     });
   });
 }

@@ -2,12 +2,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { BlobNotFound, checkHash, SHA256, type BlobStore, type ByteRange } from './store.js';
+import { BlobNotFound, checkHash, SHA256, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
 /**
  * Blobs on local disk: `<root>/blobs/ab/cd/<sha256>`. A staged file (`Staging`, under
  * `<root>/tmp/`, the same file system) is synced and then renamed into place, so that a name
- * never points at a file whose content was not written whole.
+ * never points at a file whose content was not written whole. The staged file is the upload:
+ * nothing is streamed elsewhere while it is received (`startUpload` answers `null`).
  */
 export class DiskBlobStore implements BlobStore {
   readonly kind = 'disk';
@@ -26,9 +27,24 @@ export class DiskBlobStore implements BlobStore {
     return path.join(this.blobs, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
   }
 
+  startUpload(): BlobUpload | null {
+    return null;
+  }
+
+  async discardUpload(): Promise<void> {}
+
+  /** Copies under `.incoming/` (staging on another file system) not yet renamed into place. */
+  async *listUploads(): AsyncIterable<string> {
+    for (const name of await readdir(this.incoming)) yield name;
+  }
+
+  /**
+   * The same work whether or not the content is stored already (the staged file synced and
+   * renamed over it: the same bytes), so that an upload's time does not tell whether another
+   * workspace stored these bytes before.
+   */
   async put(file: string, sha256: string, size?: number): Promise<void> {
     const target = this.pathOf(sha256);
-    if (await fsp.stat(target).catch(() => null)) return;
     if (size !== undefined && (await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
     await fsp.mkdir(path.dirname(target), { recursive: true });
     // The data must be on disk before the name points at it: a crash after the rename must not

@@ -1,44 +1,73 @@
+import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
-import { BlobNotFound, checkHash, type BlobStore, type ByteRange } from './store.js';
+import { PieceSender } from './pieces.js';
+import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
 /** Bytes per row of `blob_chunks`: large enough for few round trips, small enough to bound memory. */
 export const PG_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * Blobs in the PostgreSQL database itself (tables `blob_files` and `blob_chunks`, migration
- * 0010), so that servers on many machines need nothing but the database. A put writes the
- * file's row and its 1 MiB chunks in one transaction: nothing is visible before the commit, and
- * a crash rolls it all back. Reads fetch one chunk at a time, as the reader asks for more.
+ * Blobs in the PostgreSQL database itself, so that servers on many machines need nothing but the
+ * database: `blob_chunks` holds the bytes in 1 MiB rows under an upload id, `blob_files` maps a
+ * content hash to the upload id whose chunks are its bytes (migrations 0010 and 0013).
+ *
+ * An upload streams its chunks while the request body arrives, each in a short transaction of
+ * its own (no transaction lasts as long as the client takes), under the upload's journal row in
+ * `blob_uploads`: a chunk is written only while that row exists (it is read `for share`), so that
+ * once the sweep has removed an abandoned upload's row and chunks, nothing can add to them. The
+ * chunks are written with `synchronous_commit = off`: the commit of the `blob_files` row that
+ * makes them visible is synchronous, and WAL is flushed in order, so a file whose row survived a
+ * crash has all its chunks. Nothing is visible under a hash before that one row.
+ *
+ * Reads fetch one chunk at a time, as the reader asks for more.
  */
 export class PostgresBlobStore implements BlobStore {
   readonly kind = 'postgres';
 
   constructor(private readonly db: Kysely<any>) {}
 
+  startUpload(id: string): BlobUpload {
+    return new PostgresUpload(this.db, id);
+  }
+
+  async discardUpload(id: string, _ref: string | null, db: Kysely<any>): Promise<void> {
+    // Never the chunks of a committed file (its row and the journal row's removal commit together).
+    await sql`delete from blob_chunks where upload_id = ${id} and not exists (select 1 from blob_files where upload_id = ${id})`.execute(db);
+  }
+
+  async *listUploads(): AsyncIterable<string> {
+    const result = await sql<{ upload_id: string }>`select distinct upload_id from blob_chunks c
+      where not exists (select 1 from blob_files f where f.upload_id = c.upload_id) order by upload_id`.execute(this.db);
+    for (const row of result.rows) yield row.upload_id;
+  }
+
+  /**
+   * A whole local file in one transaction (a DOCX's PDF rendition, made after the upload): its
+   * chunks under an id of its own and the `blob_files` row commit together.
+   */
   async put(file: string, sha256: string, size: number): Promise<void> {
     checkHash(sha256);
     if (await this.stat(sha256)) return;
     const handle = await fsp.open(file, 'r');
+    const uploadId = `put-${crypto.randomUUID()}`;
     try {
       await this.db.transaction().execute(async (trx) => {
         // A concurrent put of the same bytes waits here for the other to commit, then does nothing.
-        const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, created_at)
-          values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${new Date().toISOString()})
+        const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
+          values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${uploadId}, ${new Date().toISOString()})
           on conflict (sha256) do nothing returning sha256`.execute(trx);
         if (inserted.rows.length === 0) return;
         // One buffer for every chunk: the driver has copied a chunk into its message by the time
         // its insert answers, so the next chunk may be read into the same memory.
         const buffer = Buffer.allocUnsafe(Math.min(PG_CHUNK_BYTES, size));
-        let written = 0;
-        for (let seq = 0; written < size || seq === 0; seq++) {
+        for (let seq = 0, written = 0; written < size; seq++) {
           const length = Math.min(PG_CHUNK_BYTES, size - written);
           const { bytesRead } = await handle.read(buffer, 0, length, written);
           if (bytesRead !== length) throw new Error('the staged file is shorter than its recorded size');
-          await sql`insert into blob_chunks (sha256, seq, data) values (${sha256}, ${seq}, ${buffer.subarray(0, length)})`.execute(trx);
+          await sql`insert into blob_chunks (upload_id, seq, data) values (${uploadId}, ${seq}, ${buffer.subarray(0, length)})`.execute(trx);
           written += length;
-          if (size === 0) break;
         }
         const { size: actual } = await handle.stat();
         if (actual !== size) throw new Error('the staged file is longer than its recorded size');
@@ -51,12 +80,12 @@ export class PostgresBlobStore implements BlobStore {
   async open(sha256: string, range?: ByteRange) {
     const found = await this.row(sha256);
     if (!found) throw new BlobNotFound(sha256);
-    const { size, chunkBytes } = found;
+    const { size, chunkBytes, uploadId } = found;
     const start = range?.start ?? 0;
     const end = range?.end ?? size - 1;
     const db = this.db;
     const fetchChunk = async (seq: number): Promise<Buffer> => {
-      const result = await sql<{ data: Buffer }>`select data from blob_chunks where sha256 = ${sha256} and seq = ${seq}`.execute(db);
+      const result = await sql<{ data: Buffer }>`select data from blob_chunks where upload_id = ${uploadId} and seq = ${seq}`.execute(db);
       const data = result.rows[0]?.data;
       if (!data) throw new BlobNotFound(sha256);
       return data;
@@ -83,17 +112,18 @@ export class PostgresBlobStore implements BlobStore {
     return found ? { size: found.size } : null;
   }
 
-  private async row(sha256: string): Promise<{ size: number; chunkBytes: number } | null> {
+  private async row(sha256: string): Promise<{ size: number; chunkBytes: number; uploadId: string } | null> {
     checkHash(sha256);
-    const result = await sql<{ size: string | number; chunk_bytes: number }>`select size, chunk_bytes from blob_files where sha256 = ${sha256}`.execute(this.db);
+    const result = await sql<{ size: string | number; chunk_bytes: number; upload_id: string }>`select size, chunk_bytes, upload_id from blob_files where sha256 = ${sha256}`.execute(this.db);
     const row = result.rows[0];
-    return row ? { size: Number(row.size), chunkBytes: Number(row.chunk_bytes) } : null;
+    return row ? { size: Number(row.size), chunkBytes: Number(row.chunk_bytes), uploadId: row.upload_id } : null;
   }
 
   async delete(sha256: string): Promise<void> {
     checkHash(sha256);
-    // The chunks go with it (on delete cascade).
-    await sql`delete from blob_files where sha256 = ${sha256}`.execute(this.db);
+    // The file's row and its chunks in one statement.
+    await sql`with gone as (delete from blob_files where sha256 = ${sha256} returning upload_id)
+      delete from blob_chunks where upload_id in (select upload_id from gone)`.execute(this.db);
   }
 
   async *list(): AsyncIterable<string> {
@@ -101,7 +131,7 @@ export class PostgresBlobStore implements BlobStore {
     for (const row of result.rows) yield row.sha256;
   }
 
-  /** A put is one transaction: nothing of an interrupted one remains. */
+  /** Nothing: a put is one transaction, and the chunks of an abandoned upload are found through the upload journal. */
   async sweepPartial(): Promise<number> {
     return 0;
   }
@@ -115,4 +145,66 @@ export class PostgresBlobStore implements BlobStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/** Chunk inserts in flight per upload: PostgreSQL writes one while this process receives the next. */
+const CHUNKS_IN_FLIGHT = 2;
+
+/**
+ * The chunks of one upload, written while it is received: a 1 MiB chunk is filled while earlier
+ * ones are inserted (`PieceSender`), so that receiving and writing overlap and at most three
+ * chunks of the file are in this process's memory (plus the driver's copy of one being sent).
+ */
+class PostgresUpload implements BlobUpload {
+  private readonly pieces: PieceSender;
+  private ending: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Kysely<any>,
+    private readonly id: string,
+  ) {
+    this.pieces = new PieceSender(PG_CHUNK_BYTES, CHUNKS_IN_FLIGHT, (data, seq) => this.insert(seq, data));
+  }
+
+  write(chunk: Buffer): Promise<void> {
+    return this.pieces.write(chunk);
+  }
+
+  /**
+   * One short transaction per chunk, asynchronous commit (see the class above); written only
+   * while the upload's journal row exists, which it holds `for share` until it commits.
+   */
+  private async insert(seq: number, data: Buffer): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await sql`set local synchronous_commit = off`.execute(trx);
+      const result = await sql`insert into blob_chunks (upload_id, seq, data)
+        select ${this.id}::text, ${seq}::integer, ${data}::bytea from blob_uploads where id = ${this.id} for share`.execute(trx);
+      if (Number(result.numAffectedRows ?? 0) !== 1) throw new UploadGone(this.id);
+    });
+  }
+
+  end(): Promise<void> {
+    this.ending ??= this.pieces.flush();
+    return this.ending;
+  }
+
+  async commit(sha256: string, size: number, db: Kysely<any>): Promise<void> {
+    checkHash(sha256);
+    if (this.pieces.bytes !== size) throw new Error(`the upload received ${this.pieces.bytes} bytes, not ${size}`);
+    const found = await sql<{ chunks: string | number; bytes: string | number }>`select count(*) as chunks, coalesce(sum(octet_length(data)), 0) as bytes
+      from blob_chunks where upload_id = ${this.id}`.execute(db);
+    const { chunks, bytes } = found.rows[0]!;
+    if (Number(chunks) !== this.pieces.sent || Number(bytes) !== size) throw new Error(`the stored chunks of upload ${this.id} are not the ${size} bytes received`);
+    // The hash's lock is held (withCommittedBlobs): no other commit of these bytes runs meanwhile.
+    const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
+      values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${this.id}, ${new Date().toISOString()})
+      on conflict (sha256) do nothing returning sha256`.execute(db);
+    // Stored already: this upload's copy goes (the content is kept once).
+    if (inserted.rows.length === 0) await sql`delete from blob_chunks where upload_id = ${this.id}`.execute(db);
+  }
+
+  async abort(): Promise<void> {
+    await this.ending?.catch(() => {});
+    await this.pieces.stop();
+  }
 }

@@ -1,36 +1,66 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Config } from './config.js';
-import { BlobNotFound, checkHash, SHA256, type BlobStore, type ByteRange, type PresignOptions } from './store.js';
+import { PieceSender } from './pieces.js';
+import { BlobNotFound, checkHash, SHA256, type BlobStore, type BlobUpload, type ByteRange, type PresignOptions, type StartUploadOptions } from './store.js';
 
 /** Multipart parts of 5 MiB (S3's least), two in flight: at most 10 MiB of a file in memory, whatever its size. */
 const PART_BYTES = 5 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
+/** S3 allows no more parts in one upload. */
+const MAX_PARTS = 10_000;
+/** The largest object CopyObject copies in one request (S3's limit: 5 GiB). */
+const COPY_LIMIT = 5 * 1024 ** 3;
+/** Where uploads being received live, under the prefix: never a hash, so never listed as a blob. */
+const UPLOADS = 'uploads/';
+
+export interface S3StoreOptions {
+  /** Files larger than this are put again from the staged file instead of copied (tests set it low). */
+  copyLimit?: number;
+}
 
 /**
- * Blobs in any S3-compatible object storage, one object per hash (`<S3_PREFIX><sha256>`). A file
- * larger than one part goes up as a multipart upload, which becomes visible only when it is
- * completed; an interrupted one is aborted, and one left by a crash is aborted by the sweep (or by
- * the bucket's own lifecycle rule, where set). Downloads can be presigned URLs of the bucket.
+ * Blobs in any S3-compatible object storage, one object per hash (`<S3_PREFIX><sha256>`).
+ *
+ * An upload streams into a multipart upload of its own key (`<S3_PREFIX>uploads/<upload id>`)
+ * while the request body arrives, started once the first 5 MiB part is full; it is completed
+ * when the body has arrived, and on acceptance copied to the hash's key by the object storage
+ * itself (`CopyObject`: no bytes through this process) and removed. A file of one part or less
+ * is put under its hash from the staged file at acceptance (one request). Either way an object
+ * becomes visible only whole. The multipart upload's id is kept with the upload's journal row,
+ * so that the sweep can abort what a crash left (and aborts, by age, any the journal does not
+ * know, where the storage lists them; a bucket lifecycle rule does the same).
+ * Downloads can be presigned URLs of the bucket.
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = 's3';
   readonly client: S3Client;
+  private readonly copyLimit: number;
 
-  constructor(private readonly config: S3Config) {
+  constructor(
+    private readonly config: S3Config,
+    options: S3StoreOptions = {},
+  ) {
+    this.copyLimit = options.copyLimit ?? COPY_LIMIT;
     this.client = new S3Client({
       region: config.region,
       ...(config.endpoint ? { endpoint: config.endpoint } : {}),
@@ -47,8 +77,66 @@ export class S3BlobStore implements BlobStore {
     return this.config.prefix + checkHash(sha256);
   }
 
-  async put(file: string, sha256: string, size: number): Promise<void> {
-    if (await this.stat(sha256)) return;
+  /** The key an upload is received under. */
+  uploadKey(id: string): string {
+    if (!/^[A-Za-z0-9-]+$/.test(id)) throw new Error('not an upload id');
+    return `${this.config.prefix}${UPLOADS}${id}`;
+  }
+
+  startUpload(id: string, options: StartUploadOptions): BlobUpload {
+    return new S3Upload(this, this.config.bucket, this.uploadKey(id), options);
+  }
+
+  /** The object an upload completed, and its multipart upload when `ref` names one (still open after a crash). */
+  async discardUpload(id: string, ref: string | null): Promise<void> {
+    const key = this.uploadKey(id);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }));
+    if (ref) await this.abortMultipart(key, ref);
+  }
+
+  /** Aborts a multipart upload; `false` when the storage cannot (s3rver does not implement it). No error when it is gone already. */
+  async abortMultipart(key: string, uploadId: string): Promise<boolean> {
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.config.bucket, Key: key, UploadId: uploadId }));
+      return true;
+    } catch (error) {
+      if (isNotFound(error) || (error as { name?: string }).name === 'NoSuchUpload') return true;
+      if (isNotImplemented(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Completed uploads not yet copied or removed, and multipart uploads in progress (where the storage lists them). */
+  async *listUploads(): AsyncIterable<string> {
+    const prefix = this.config.prefix + UPLOADS;
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const object of page.Contents ?? []) yield object.Key!.slice(prefix.length);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    try {
+      const page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.config.bucket, Prefix: this.config.prefix }));
+      for (const upload of page.Uploads ?? []) yield `multipart:${upload.Key}`;
+    } catch (error) {
+      if (!isNotImplemented(error)) throw error;
+    }
+  }
+
+  /** Copies a completed upload to its hash's key (the same work whether or not the hash is stored already). */
+  async copyToHash(from: string, sha256: string): Promise<void> {
+    const source = `${this.config.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`;
+    await this.client.send(new CopyObjectCommand({ Bucket: this.config.bucket, CopySource: source, Key: this.key(sha256) }));
+  }
+
+  /** Puts a local file under its hash in one request (a file of one part or less). */
+  async putSmall(file: string, sha256: string, size: number): Promise<void> {
+    if ((await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
+    await this.client.send(new PutObjectCommand({ Bucket: this.config.bucket, Key: this.key(sha256), Body: fs.createReadStream(file), ContentLength: size }));
+  }
+
+  /** Puts a local file under its hash as a multipart upload, whatever the hash's state (a file too large for CopyObject). */
+  async putLarge(file: string, sha256: string, size: number): Promise<void> {
     if ((await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
     const upload = new Upload({
       client: this.client,
@@ -58,6 +146,16 @@ export class S3BlobStore implements BlobStore {
       leavePartsOnError: false,
     });
     await upload.done();
+  }
+
+  get copyLimitBytes(): number {
+    return this.copyLimit;
+  }
+
+  /** A whole local file (a DOCX's PDF rendition, made after the upload); nothing when the hash is stored. */
+  async put(file: string, sha256: string, size: number): Promise<void> {
+    if (await this.stat(sha256)) return;
+    await this.putLarge(file, sha256, size);
   }
 
   async open(sha256: string, range?: ByteRange) {
@@ -147,6 +245,107 @@ export class S3BlobStore implements BlobStore {
 
   async close(): Promise<void> {
     this.client.destroy();
+  }
+}
+
+/**
+ * One upload streaming into a multipart upload of its own key: a 5 MiB part is filled while up
+ * to two earlier ones are sent (`PieceSender`), so memory stays at 15 MiB per upload whatever
+ * the file size. The multipart upload is started by the first full part; a file that never fills
+ * one is put from the staged file at commit.
+ */
+class S3Upload implements BlobUpload {
+  private readonly client: S3Client;
+  private readonly pieces: PieceSender;
+  private creating: Promise<string> | null = null;
+  private uploadId: string | null = null;
+  private readonly parts: Array<{ PartNumber: number; ETag: string }> = [];
+  private completed = false;
+  private ending: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: S3BlobStore,
+    private readonly bucket: string,
+    private readonly key: string,
+    private readonly options: StartUploadOptions,
+  ) {
+    this.client = store.client;
+    this.pieces = new PieceSender(PART_BYTES, PARTS_IN_FLIGHT, (body, index) => this.sendPart(body, index + 1));
+  }
+
+  write(chunk: Buffer): Promise<void> {
+    return this.pieces.write(chunk);
+  }
+
+  /** Starts the multipart upload (once) and keeps its id with the journal row, so that a crash leaves nothing the sweep cannot abort. */
+  private multipart(): Promise<string> {
+    this.creating ??= (async () => {
+      const created = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.key }));
+      const uploadId = created.UploadId!;
+      try {
+        await this.options.remember(uploadId);
+      } catch (error) {
+        await this.store.abortMultipart(this.key, uploadId).catch(() => false);
+        throw error;
+      }
+      this.uploadId = uploadId;
+      return uploadId;
+    })();
+    return this.creating;
+  }
+
+  private async sendPart(body: Buffer, number: number): Promise<void> {
+    if (number > MAX_PARTS) throw new Error(`S3 takes at most ${MAX_PARTS} parts of ${PART_BYTES} bytes in one upload`);
+    const uploadId = await this.multipart();
+    const answer = await this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key: this.key, UploadId: uploadId, PartNumber: number, Body: body, ContentLength: body.length }));
+    this.parts.push({ PartNumber: number, ETag: answer.ETag! });
+  }
+
+  /** A multipart upload: its last part, then completed (the object exists under the upload's key). */
+  end(): Promise<void> {
+    this.ending ??= (async () => {
+      if (this.pieces.small) {
+        // One part or less: put from the staged file at commit.
+        this.pieces.release();
+        return;
+      }
+      await this.pieces.flush();
+      await this.complete();
+    })();
+    return this.ending;
+  }
+
+  private async complete(): Promise<void> {
+    const parts = [...this.parts].sort((a, b) => a.PartNumber - b.PartNumber);
+    await this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId!, MultipartUpload: { Parts: parts } }));
+    this.completed = true;
+  }
+
+  async commit(sha256: string, size: number, _db: Kysely<any>): Promise<void> {
+    checkHash(sha256);
+    if (this.pieces.bytes !== size) throw new Error(`the upload received ${this.pieces.bytes} bytes, not ${size}`);
+    if (this.pieces.small) {
+      await this.store.putSmall(this.options.staged, sha256, size);
+      return;
+    }
+    if (!this.completed) throw new Error(`the multipart upload of ${this.key} was not completed`);
+    if (size > this.store.copyLimitBytes) await this.store.putLarge(this.options.staged, sha256, size);
+    else await this.store.copyToHash(this.key, sha256);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key }));
+  }
+
+  /**
+   * Waits for the parts in flight. An open multipart upload is aborted; where the storage cannot
+   * abort one (s3rver), the parts sent are completed into the upload's object, which
+   * `discardUpload` then removes.
+   */
+  async abort(): Promise<void> {
+    await this.ending?.catch(() => {});
+    await this.pieces.stop();
+    await this.creating?.catch(() => {});
+    if (this.uploadId === null || this.completed) return;
+    if (await this.store.abortMultipart(this.key, this.uploadId).catch(() => true)) return;
+    if (this.parts.length > 0) await this.complete().catch(() => {});
   }
 }
 

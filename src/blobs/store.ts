@@ -1,18 +1,39 @@
+import type { Kysely } from 'kysely';
 import type { Readable } from 'node:stream';
 
 /**
  * Stored files, addressed by the SHA-256 of their content, so that the same bytes are kept once.
- * A new file is received into local staging first (`Staging`, beside the store: it must be read
- * and analysed before it is accepted) and `put` under its hash only when it is complete and
- * accepted; nothing half-written is ever visible under a hash. Implementations: `disk.ts`,
- * `postgres.ts`, `s3.ts`, chosen by `createBlobStore` (factory.ts).
+ * A new file is received into local staging (`Staging`: it must be read and analysed before it is
+ * accepted) and, where the store can, streamed into the store at the same time under an upload id
+ * (`startUpload`); it becomes visible under its hash only when it is complete and accepted
+ * (`BlobUpload.commit`, or `put` of the staged file); nothing half-written is ever visible under a
+ * hash. Implementations: `disk.ts`, `postgres.ts`, `s3.ts`, chosen by `createBlobStore` (factory.ts).
  */
 export interface BlobStore {
   readonly kind: 'disk' | 'postgres' | 's3';
   /**
-   * Stores the complete local file `file` (of `size` bytes) under `sha256`, atomically; when that
-   * content is stored already, nothing is written. `file` may be moved away (the disk store
-   * renames it into place); the caller discards its staged file afterwards either way.
+   * Begins storing a file while it is received, before its hash is known: the bytes written go
+   * into the store under the upload id `id`, invisible under any hash, until `commit`. The caller
+   * has recorded `id` in the upload journal (`blob_uploads`) first, so that a crash leaves nothing
+   * the sweep cannot find; `remember` records what else the store needs to remove the upload
+   * later (S3: the multipart upload's id). `staged` is the local file the same bytes go to. `null`
+   * when the store takes the staged file whole at `put` instead (disk: a rename).
+   */
+  startUpload(id: string, options: StartUploadOptions): BlobUpload | null;
+  /**
+   * Removes whatever upload `id` left in the store (`ref`: what it remembered); no error when
+   * nothing is left. `db`: the transaction that holds the upload's journal row (the PostgreSQL
+   * store removes its chunks in it).
+   */
+  discardUpload(id: string, ref: string | null, db: Kysely<any>): Promise<void>;
+  /** Uploads whose bytes are in the store but not committed: for audits and tests only. */
+  listUploads(): AsyncIterable<string>;
+  /**
+   * Stores the complete local file `file` (of `size` bytes) under `sha256`, atomically: the disk
+   * store's upload, and a DOCX's PDF rendition with every store. When that content is stored
+   * already the disk store replaces it with the same bytes (the same work either way), the others
+   * write nothing. `file` may be moved away (the disk store renames it into place); the caller
+   * discards its staged file afterwards either way.
    */
   put(file: string, sha256: string, size: number): Promise<void>;
   /**
@@ -33,6 +54,41 @@ export interface BlobStore {
   /** Resolves when the store answers (start-up check); rejects with a message naming the setting. */
   check(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface StartUploadOptions {
+  /** The local file that receives the same bytes (read again where the store needs it: S3, a small file). */
+  staged: string;
+  /** Records `ref` with the upload's journal row; rejects when the row is gone (the sweep removed the upload). */
+  remember(ref: string): Promise<void>;
+}
+
+/**
+ * A file being streamed into the store (`BlobStore.startUpload`). `write` resolves when the next
+ * chunk may come (memory bounded: a few chunks or parts per upload, whatever the file size).
+ * After `end`, `commit` publishes it under its hash, or `abort` stops it; either way the caller
+ * then removes the journal row (and, after `abort`, calls `discardUpload`).
+ */
+export interface BlobUpload {
+  write(chunk: Buffer): Promise<void>;
+  /** Resolves when every byte written is in the store (an S3 multipart upload completed). */
+  end(): Promise<void>;
+  /**
+   * Makes the bytes visible under `sha256` (of `size` bytes, checked), doing the same work whether
+   * or not that content is stored already (it is kept once), and removes the upload's own copy.
+   * `db`: the transaction that holds the upload's journal row and the hash's lock.
+   */
+  commit(sha256: string, size: number, db: Kysely<any>): Promise<void>;
+  /** Stops: waits for writes in flight (their errors are not reported); `discardUpload` removes what they left. */
+  abort(): Promise<void>;
+}
+
+/** A write or commit of an upload that the sweep removed meanwhile (it was older than its grace period). */
+export class UploadGone extends Error {
+  constructor(readonly id: string) {
+    super(`the upload ${id} was removed by the sweep of abandoned uploads`);
+    this.name = 'UploadGone';
+  }
 }
 
 export interface ByteRange {

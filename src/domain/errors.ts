@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   headers_too_large: 431,
   internal_error: 500,
+  file_unavailable: 500,
   unavailable: 503,
 } as const;
 

@@ -1,13 +1,14 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Transform, Writable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import type { Staging, TempBlob } from '../blobs/staging.js';
+import type { BlobUpload } from '../blobs/store.js';
 import { isoNow } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import { analyzeUpload, MIME } from '../files/analyze.js';
 import { cleanup as cleanupRendition } from '../files/libreoffice.js';
-import { removeUnreferencedBlobs, withCommittedBlobs } from '../store/blob-locks.js';
+import { abandonUpload, beginUpload, commitUpload, removeUnreferencedBlobs, withCommittedBlobs, type StoreUpload } from '../store/blob-locks.js';
 import { insertDocument, type DocumentView } from '../store/documents.js';
 import { recordEvent } from '../webhooks/events.js';
 import type { Deps, Principal } from './deps.js';
@@ -49,10 +50,50 @@ async function copyIntoTemp(staging: Staging, file: string): Promise<{ temp: Tem
 }
 
 /**
+ * Writes every chunk both to `file` (the staged copy, which the checks read) and into the blob
+ * store's upload, and asks for the next chunk when both took it: the store is written while the
+ * body arrives, and a slow store slows the receiving down instead of filling memory.
+ */
+function teeStream(file: Writable, writer: BlobUpload): Writable {
+  const tee = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      let waiting = 2;
+      let called = false;
+      const done = (error?: unknown) => {
+        if (called) return;
+        if (error) {
+          called = true;
+          callback(error as Error);
+        } else if (--waiting === 0) {
+          called = true;
+          callback();
+        }
+      };
+      writer.write(chunk).then(() => done(), done);
+      if (file.write(chunk)) done();
+      else file.once('drain', () => done());
+    },
+    final(callback) {
+      file.end();
+      finished(file).then(() => callback(), callback);
+    },
+    destroy(error, callback) {
+      file.destroy();
+      callback(error);
+    },
+  });
+  file.on('error', (error) => tee.destroy(error));
+  return tee;
+}
+
+/**
  * `POST /documents`: `input.receive` streams the client's file into the temporary blob it is
- * given (the body is never held in memory); then the file is read (type, pages), a DOCX's PDF
- * rendition made, the files committed and the row written; temporary files are removed whatever
- * happens. Throws `UnsupportedFileType`, `UnreadableDocument`, `QueueFull` or an `AppError`.
+ * given (the body is never held in memory) and, where the blob store takes a stream (postgres,
+ * s3), into the store at the same time under an upload id; then the file is read (type, pages)
+ * while the store finishes, a DOCX's PDF rendition made, the files committed under their hashes
+ * and the row written; temporary files, and the store's upload if it is not committed, are
+ * removed whatever happens. Throws `UnsupportedFileType`, `UnreadableDocument`, `QueueFull` or
+ * an `AppError`.
  */
 export async function uploadDocument(
   deps: Deps,
@@ -62,12 +103,20 @@ export async function uploadDocument(
   const { store, blobs, staging } = deps;
   const { workspaceId } = principal;
   const temp = await staging.createTemp();
+  let stored: StoreUpload | null = null;
+  let done = false;
   let rendition: { temp: TempBlob; sha256: string; size: number } | null = null;
   let renditionPath: string | null = null;
   try {
-    const upload = await input.receive(temp);
+    stored = await beginUpload(store, blobs, temp.path);
+    const writer = stored?.writer;
+    const upload = await input.receive(writer ? { ...temp, stream: () => teeStream(temp.stream(), writer) } : temp);
     const title = checkDocumentTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
+    // The store completes its upload (last chunk, multipart completion) while the file is read.
+    const ending = writer?.end() ?? Promise.resolve();
+    ending.catch(() => {});
     const analysis = await analyzeUpload(temp.path, deps, workspaceId);
+    await ending;
     renditionPath = analysis.renditionPath;
     if (renditionPath) rendition = await copyIntoTemp(staging, renditionPath);
 
@@ -97,11 +146,12 @@ export async function uploadDocument(
       updated_at: now,
     };
     try {
-      return await withCommittedBlobs(
+      const document = await withCommittedBlobs(
         store,
         hashes,
-        async () => {
-          await blobs.put(temp.path, upload.sha256, upload.sizeBytes);
+        async (db) => {
+          if (stored) await commitUpload(store, db, stored, upload.sha256, upload.sizeBytes);
+          else await blobs.put(temp.path, upload.sha256, upload.sizeBytes);
           if (rendition) await blobs.put(rendition.temp.path, rendition.sha256, rendition.size);
         },
         async (trx) => {
@@ -110,11 +160,15 @@ export async function uploadDocument(
           return document;
         },
       );
+      done = true;
+      return document;
     } catch (error) {
       await removeUnreferencedBlobs(store, blobs, hashes).catch(() => {});
       throw error;
     }
   } finally {
+    // Refused or failed: the store's copy goes with its journal row (a crash leaves both to the sweep).
+    if (stored && !done) await abandonUpload(store, blobs, stored).catch(() => {});
     await temp.discard();
     if (rendition) await rendition.temp.discard();
     if (renditionPath) await cleanupRendition(renditionPath);

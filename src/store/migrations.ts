@@ -422,6 +422,33 @@ const MIGRATIONS: Migration[] = [
       await db.schema.createIndex('webhook_attempts_delivery').on('webhook_attempts').columns(['delivery_id', 'at']).execute();
     },
   },
+  {
+    id: '0013_blob_uploads',
+    async up(db, dialect) {
+      // The upload journal (schema.ts, BlobUploadRow): a file being streamed into the blob store
+      // while it is received, before its hash is known; the sweep removes what a crash left.
+      await db.schema
+        .createTable('blob_uploads')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('ref', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('blob_uploads_created').on('blob_uploads').column('created_at').execute();
+      if (dialect !== 'postgres') return;
+      // BLOB_STORE=postgres: chunks are written under an upload id while the file arrives, and a
+      // `blob_files` row maps the hash to that id once the file is accepted. Existing files keep
+      // their chunks: their upload id is their hash (no bytes are rewritten).
+      await sql`do $$ declare fk text; begin
+        select conname into fk from pg_constraint where conrelid = 'blob_chunks'::regclass and contype = 'f';
+        if fk is not null then execute format('alter table blob_chunks drop constraint %I', fk); end if;
+      end $$`.execute(db);
+      await sql`alter table blob_chunks rename column sha256 to upload_id`.execute(db);
+      await sql`alter table blob_files add column upload_id text`.execute(db);
+      await sql`update blob_files set upload_id = sha256`.execute(db);
+      await sql`alter table blob_files alter column upload_id set not null`.execute(db);
+      await sql`create unique index blob_files_upload_id on blob_files (upload_id)`.execute(db);
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

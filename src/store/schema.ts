@@ -280,6 +280,18 @@ export interface BlobCheckRow {
   created_at: string;
 }
 
+/**
+ * The upload journal: a file being streamed into the blob store while it is received (before its
+ * hash is known), written before the store gets its first byte and removed when the file is
+ * committed under its hash or abandoned. `ref`: what the store needs to remove it (S3: the
+ * multipart upload's id). A row older than the sweep's grace period was left by a crash.
+ */
+export interface BlobUploadRow {
+  id: string;
+  ref: string | null;
+  created_at: string;
+}
+
 /** Secrets made once and shared by every process of a deployment (`download_url`: the HMAC key of signed download URLs). */
 export interface ServerSecretRow {
   name: string;
@@ -307,6 +319,7 @@ export interface Database {
   workspace_claims: WorkspaceClaimRow;
   idempotency_keys: IdempotencyKeyRow;
   blob_checks: BlobCheckRow;
+  blob_uploads: BlobUploadRow;
   server_secrets: ServerSecretRow;
   schema_migrations: SchemaMigrationRow;
   webhook_endpoints: WebhookEndpointRow;

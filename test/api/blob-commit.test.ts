@@ -4,12 +4,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import os from 'node:os';
-import type { BlobStore, ByteRange, PresignOptions } from '../../src/blobs/store.js';
+import type { Kysely } from 'kysely';
+import type { BlobStore, BlobUpload, ByteRange, PresignOptions, StartUploadOptions } from '../../src/blobs/store.js';
 import { journal, removeUnreferencedBlobs, sweepBlobJournal } from '../../src/store/blob-locks.js';
 import { bearer, createTestBlobs, createTestContext, createTestDatabase, TEST_BLOB_STORE, type TestBlobs, type TestContext } from '../helpers/context.js';
 import { makePdf, multipart } from '../helpers/files.js';
 
-/** A blob store (the tests' own kind) that stops after putting a file until the test lets it go on. */
+/** A blob store (the tests' own kind) that stops after putting or committing a file until the test lets it go on. */
 class GatedBlobs implements BlobStore {
   gate: { reached: () => void; open: Promise<void> } | null = null;
   constructor(readonly inner: BlobStore) {}
@@ -17,13 +18,36 @@ class GatedBlobs implements BlobStore {
     return this.inner.kind;
   }
 
-  async put(file: string, sha256: string, size: number): Promise<void> {
-    await this.inner.put(file, sha256, size);
+  private async gated(): Promise<void> {
     const gate = this.gate;
     if (gate) {
       gate.reached();
       await gate.open;
     }
+  }
+
+  async put(file: string, sha256: string, size: number): Promise<void> {
+    await this.inner.put(file, sha256, size);
+    await this.gated();
+  }
+  startUpload(id: string, options: StartUploadOptions): BlobUpload | null {
+    const writer = this.inner.startUpload(id, options);
+    if (!writer) return null;
+    return {
+      write: (chunk) => writer.write(chunk),
+      end: () => writer.end(),
+      abort: () => writer.abort(),
+      commit: async (sha256: string, size: number, db: Kysely<any>) => {
+        await writer.commit(sha256, size, db);
+        await this.gated();
+      },
+    };
+  }
+  discardUpload(id: string, ref: string | null, db: Kysely<any>) {
+    return this.inner.discardUpload(id, ref, db);
+  }
+  listUploads() {
+    return this.inner.listUploads();
   }
   open(sha256: string, range?: ByteRange) {
     return this.inner.open(sha256, range);

@@ -133,4 +133,24 @@ describe('document downloads', () => {
     assert.equal(res.statusCode, 404);
     assert.equal((await ctx.storedBlobs()).includes(created.sha256), false);
   });
+
+  it('a document whose stored file is missing answers 500 file_unavailable in the envelope (with the key and through its signed URL)', async () => {
+    const lost = await makePdf([{ width: 210, height: 297 }]);
+    const body = multipart([{ name: 'file', data: lost, filename: 'lost.pdf' }]);
+    const created = (await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers }, payload: body.payload })).json().data;
+    // Lost outside formsign (an operator's mistake, a restored backup): formsign never leaves a row without its file.
+    await ctx.blobs.delete(created.sha256);
+    const withKey = await get(created.originalUrl);
+    assert.equal(withKey.statusCode, 500);
+    assert.equal(withKey.json().success, false);
+    assert.equal(withKey.json().code, 'file_unavailable');
+    assert.match(withKey.json().hint, /missing from the service's file store/);
+    assert.doesNotMatch(withKey.json().hint, /[0-9a-f]{64}|\//, 'no hash, no path');
+    if (ctx.blobs.kind !== 's3') {
+      const url = new URL(created.downloadUrl);
+      const signed = await ctx.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+      assert.equal(signed.statusCode, 500);
+      assert.equal(signed.json().code, 'file_unavailable');
+    }
+  });
 });

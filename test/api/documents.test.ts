@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_SOFFICE, bearer, createTestContext, type TestContext } from '../helpers/context.js';
-import { corpusFiles, filesUnder, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
+import { corpusFiles, filesUnder, largePdf, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
 
 const DOCS = '/api/v1/documents';
 const ALL = ['documents:read', 'documents:write', 'documents:delete'];
@@ -248,13 +248,14 @@ describe('documents', () => {
       try {
         // One being read (the helper is frozen), 16 waiting: A's share.
         const mine = Array.from({ length: 17 }, (_, i) => send(headers, `A${i + 1}`, long));
-        await new Promise((r) => setTimeout(r, 1000));
+        // Each upload is received, staged and streamed into the store before it queues: time enough on a loaded machine.
+        await new Promise((r) => setTimeout(r, 3000));
         const refused = await upload([file(long, 'A18.pdf')]);
         assert.equal(refused.statusCode, 503, refused.body);
         assert.equal(refused.json().code, 'unavailable');
         assert.equal(refused.headers['retry-after'], '10');
         const theirs = send(other, 'B1', small);
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 1000));
         process.kill(helper, 'SIGCONT');
         const results = await Promise.all([...mine, theirs]);
         assert.deepEqual(new Set(results.map((r) => r.statusCode)), new Set([201]));
@@ -304,6 +305,43 @@ describe('documents', () => {
       assert.match(over.json().hint, new RegExp(`larger than ${pdf.length} bytes`));
       assert.deepEqual(await small.storedBlobs(), blobs);
       assert.deepEqual(filesUnder(path.join(small.dataDir, 'tmp')), []);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('a large upload refused after part of it went into the store (not a PDF, a PDF cut short, over the limit) leaves nothing there', async () => {
+    const MiB = 1024 * 1024;
+    const small = await createTestContext({ database: ctx.database, maxUploadBytes: 9 * MiB });
+    try {
+      const h = bearer(await small.key(ALL));
+      const send = (data: Buffer) => {
+        const body = multipart([file(data)]);
+        return small.app.inject({ method: 'POST', url: DOCS, headers: { ...h, ...body.headers }, payload: body.payload });
+      };
+      const before = await small.storedBlobs();
+      // More than one S3 part (5 MiB) and several PostgreSQL chunks (1 MiB) each.
+      const pdf = await largePdf(7 * MiB);
+      const cases: Array<[string, Buffer, number, string]> = [
+        ['not a PDF', Buffer.concat([Buffer.from('NOT A PDF\n'), crypto.randomBytes(7 * MiB)]), 415, 'unsupported_file_type'],
+        ['a PDF cut short', pdf.subarray(0, pdf.length - 4096), 422, 'unreadable_document'],
+        ['over the limit', await largePdf(12 * MiB), 413, 'file_too_large'],
+      ];
+      for (const [name, data, status, code] of cases) {
+        const res = await send(data);
+        assert.equal(res.statusCode, status, `${name}: ${res.body}`);
+        assert.equal(res.json().code, code, name);
+        assert.deepEqual(await small.storedBlobs(), before, `${name}: nothing in the store, no upload, no journal row`);
+        assert.deepEqual(small.openMultipartUploads(), [], `${name}: no multipart upload left`);
+        assert.deepEqual(filesUnder(path.join(small.dataDir, 'tmp')), [], `${name}: no staged file`);
+      }
+      // The same server then takes a large file whole.
+      const accepted = await send(pdf);
+      assert.equal(accepted.statusCode, 201, accepted.body);
+      const back = await small.app.inject({ method: 'GET', url: `${DOCS}/${accepted.json().data.id}/file`, headers: h });
+      assert.ok(back.rawPayload.equals(pdf));
+      assert.deepEqual(await small.storedBlobs(), [...before, accepted.json().data.sha256].sort());
+      assert.deepEqual(small.openMultipartUploads(), []);
     } finally {
       await small.close();
     }

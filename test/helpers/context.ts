@@ -10,7 +10,7 @@ import { buildApp, type HttpLimits } from '../../src/app.js';
 import { createBlobStore } from '../../src/blobs/factory.js';
 import { Staging } from '../../src/blobs/staging.js';
 import type { BlobStore } from '../../src/blobs/store.js';
-import type { BlobConfig } from '../../src/config.js';
+import type { BlobConfig, S3Config } from '../../src/config.js';
 import { startTestS3, type TestS3 } from './s3.js';
 import { findSoffice, LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
@@ -48,6 +48,10 @@ export interface TestBlobs {
   blobs: BlobStore;
   /** The settings a spawned `formsign` process needs to use the same store (BLOB_STORE, S3_*). */
   env: Record<string, string>;
+  /** Multipart uploads the s3rver stand-in still keeps (it cannot list or abort them); `[]` for other stores. */
+  openMultipartUploads(): string[];
+  /** The bucket's settings, for `s3`. */
+  s3Config: S3Config | null;
   close(): Promise<void>;
 }
 
@@ -63,6 +67,8 @@ export async function createTestBlobs(kind: 'disk' | 'postgres' | 's3', dataDir:
   return {
     blobs,
     env: s3 ? s3.env : { BLOB_STORE: kind },
+    openMultipartUploads: () => s3?.openMultipartUploads() ?? [],
+    s3Config: s3?.config ?? null,
     async close() {
       await blobs.close();
       await s3?.close();
@@ -135,8 +141,13 @@ export interface TestContext {
   staging: Staging;
   /** The settings a spawned `formsign` process needs to use this context's blob store. */
   blobEnv: Record<string, string>;
-  /** Every hash in the blob store (sorted). */
+  /**
+   * Every hash in the blob store (sorted), then what uploads left there uncommitted (`upload:<id>`)
+   * and rows of the upload journal (`journal:<id>`): nothing of those once every upload has answered.
+   */
   storedBlobs(): Promise<string[]>;
+  /** Multipart uploads the s3rver stand-in still keeps (it can neither list nor abort them); `[]` for other stores. */
+  openMultipartUploads(): string[];
   /** Where this context's blobs live (`blobs/`, `tmp/`). */
   dataDir: string;
   store: Store;
@@ -238,10 +249,14 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     blobs,
     staging,
     blobEnv: testBlobs?.env ?? { BLOB_STORE: blobs.kind },
+    openMultipartUploads: () => testBlobs?.openMultipartUploads() ?? [],
     async storedBlobs() {
       const all: string[] = [];
       for await (const sha256 of blobs.list()) all.push(sha256);
-      return all.sort();
+      all.sort();
+      for await (const id of blobs.listUploads()) all.push(`upload:${id}`);
+      for (const { id } of await database.store.db.selectFrom('blob_uploads').select('id').orderBy('id').execute()) all.push(`journal:${id}`);
+      return all;
     },
     dataDir,
     queue,

@@ -11,6 +11,11 @@ export interface TestS3 {
   config: S3Config;
   /** The settings a `formsign` process needs to use this bucket. */
   env: Record<string, string>;
+  /**
+   * Multipart uploads s3rver still keeps (its own directory: it implements neither
+   * ListMultipartUploads nor AbortMultipartUpload, which S3 does).
+   */
+  openMultipartUploads(): string[];
   close(): Promise<void>;
 }
 
@@ -42,6 +47,10 @@ export async function startTestS3(): Promise<TestS3> {
       S3_SECRET_ACCESS_KEY: 'S3RVER',
       S3_FORCE_PATH_STYLE: 'true',
       S3_PREFIX: prefix,
+    },
+    openMultipartUploads() {
+      const dir = path.join(directory, bucket, '._S3rver_uploads');
+      return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
     },
     async close() {
       await server.close();

@@ -741,7 +741,7 @@ export interface components {
             error: string;
             /** @description What went wrong and how to fix it */
             hint: string;
-            code: "validation_failed" | "invalid_pagination" | "rule_cycle" | "ai_not_configured" | "missing_api_key" | "invalid_api_key" | "missing_grant" | "invalid_signature" | "not_found" | "request_timeout" | "invalid_status_transition" | "document_not_editable" | "form_not_editable" | "job_not_completed" | "job_already_applied" | "no_changes" | "idempotency_key_in_progress" | "precondition_failed" | "file_too_large" | "payload_too_large" | "unsupported_file_type" | "unsupported_media_type" | "range_not_satisfiable" | "unreadable_document" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "unavailable";
+            code: "validation_failed" | "invalid_pagination" | "rule_cycle" | "ai_not_configured" | "missing_api_key" | "invalid_api_key" | "missing_grant" | "invalid_signature" | "not_found" | "request_timeout" | "invalid_status_transition" | "document_not_editable" | "form_not_editable" | "job_not_completed" | "job_already_applied" | "no_changes" | "idempotency_key_in_progress" | "precondition_failed" | "file_too_large" | "payload_too_large" | "unsupported_file_type" | "unsupported_media_type" | "range_not_satisfiable" | "unreadable_document" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "file_unavailable" | "unavailable";
         };
         /**
          * ShortTextOptions
@@ -9349,7 +9349,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Internal Server Error: Something went wrong on the service's side; quote the X-Request-Id. Codes: `internal_error`. */
+            /** @description Internal Server Error: Something went wrong on the service's side; quote the X-Request-Id. Codes: `internal_error`, `file_unavailable`. */
             500: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9361,7 +9361,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
-                        code?: "internal_error";
+                        code?: "internal_error" | "file_unavailable";
                     };
                 };
             };

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
 import type { TempBlob } from '../../blobs/staging.js';
-import type { ByteRange } from '../../blobs/store.js';
+import { BlobNotFound, type ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { MIME, UnsupportedFileType } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
@@ -231,6 +231,11 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
         opened = await blobs.open(row.sha256, range ?? undefined);
       } catch (error) {
         request.log.error({ err: error, sha256: row.sha256, store: blobs.kind }, 'stored file cannot be read');
+        // A row whose file is gone (lost outside formsign: the crash guarantees never leave one):
+        // said as such, as the parse job says it, not as an unexplained failure.
+        if (error instanceof BlobNotFound) {
+          throw new AppError('file_unavailable', 'The stored file of this document is missing from the service\'s file store, so it cannot be sent; this is the service\'s fault and has been logged. Quote the X-Request-Id to its operator.');
+        }
         throw error;
       }
       reply.header('content-type', row.mime_type).header('content-disposition', contentDisposition(row.original_filename));
