@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { Agent, request } from 'undici';
 import { newId } from '../domain/ids.js';
 import type { Store } from '../store/db.js';
@@ -17,6 +17,17 @@ export const READ_LIMIT_BYTES = 65_536;
 export const STORE_LIMIT_BYTES = 1024;
 /** How long finished attempts wait to be written together. */
 const FLUSH_GATHER_MS = 5;
+/**
+ * Claimed ahead per endpoint, as a multiple of the attempts it may have in flight: twice for any
+ * endpoint, up to `FAST_AHEAD` times for one whose recent attempts took under `FAST_ATTEMPT_MS`
+ * (the last of them still starts within a second or so, far inside its lease, and one claim,
+ * a few milliseconds of database, serves many attempts).
+ */
+const AHEAD = 2;
+const FAST_AHEAD = 8;
+const FAST_ATTEMPT_MS = 100;
+/** Endpoints whose attempt times are remembered (the oldest are forgotten past it). */
+const SPEED_ENTRIES = 10_000;
 /** Finished deliveries, their attempts and events are kept this long. */
 export const RETENTION_MS = 30 * 86_400_000;
 
@@ -112,6 +123,10 @@ export class WebhookDispatcher {
   private readonly outcomes: Array<{ row: Claimed; outcome: AttemptOutcome; resolve: () => void; reject: (error: unknown) => void }> = [];
   private flushing: Promise<void> | null = null;
   private flushScheduled = false;
+  /** The last claim's scan found as many candidates as it reads: more may be due. */
+  private scanWasFull = false;
+  /** Recent attempt duration per endpoint (ms, moving average), which sets how far ahead it is claimed. */
+  private readonly speed = new Map<string, number>();
 
   constructor(private readonly options: DispatcherOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -162,6 +177,11 @@ export class WebhookDispatcher {
     }
   }
 
+  /** Deliveries of one endpoint this process holds now, running and claimed (tests read it). */
+  holding(endpoint: string): number {
+    return this.held('endpoint_id', endpoint);
+  }
+
   /** Attempts in flight now (the benchmark and tests read it). */
   get busy(): number {
     return this.inFlight.size;
@@ -188,8 +208,8 @@ export class WebhookDispatcher {
         this.prune().catch((error: unknown) => log.warn({ err: error }, 'could not prune old webhook deliveries'));
       }
       if (!this.running) break;
-      // Something was claimed: more may be due at once. Or a claim was asked for meanwhile.
-      if (claimed > 0) this.claimWanted = true;
+      // The claim's scan was full: more may be due at once. Or a claim was asked for meanwhile.
+      if (claimed > 0 && this.scanWasFull) this.claimWanted = true;
       if (this.claimWanted && !full()) continue;
       // Else wait for the poll, a finished attempt or something queued (never a busy loop).
       await new Promise<void>((resolve) => {
@@ -219,6 +239,26 @@ export class WebhookDispatcher {
     return n;
   }
 
+  /** Claimed here and not started, for one endpoint. */
+  private waiting(endpoint: string): number {
+    let n = 0;
+    for (const r of this.ready) if (r.endpoint_id === endpoint) n++;
+    return n;
+  }
+
+  /** How many of an endpoint's deliveries this process may hold (running and waiting). */
+  private ahead(endpoint: string): number {
+    const ms = this.speed.get(endpoint);
+    return (ms !== undefined && ms < FAST_ATTEMPT_MS ? FAST_AHEAD : AHEAD) * this.perEndpoint;
+  }
+
+  private noteSpeed(endpoint: string, ms: number): void {
+    const before = this.speed.get(endpoint);
+    this.speed.delete(endpoint);
+    if (this.speed.size >= SPEED_ENTRIES) this.speed.delete(this.speed.keys().next().value!);
+    this.speed.set(endpoint, before === undefined ? ms : 0.8 * before + 0.2 * ms);
+  }
+
   private heldTotal(): number {
     return this.inFlight.size + this.ready.length;
   }
@@ -243,8 +283,11 @@ export class WebhookDispatcher {
       this.ready.splice(i, 1);
       const done = this.deliver(row).finally(() => {
         this.inFlight.delete(row.id);
-        // Its endpoint has nothing more claimed here: look for more in the database.
-        if (!this.ready.some((r) => r.endpoint_id === row.endpoint_id)) this.claimWanted = true;
+        // Fewer of its endpoint's deliveries wait here than may run at once: look for more in the
+        // database now, while those still run (a claim ahead of need, not after the slots idle).
+        if (this.waiting(row.endpoint_id) < this.perEndpoint) this.claimWanted = true;
+        // The freed slot is filled at once from what waits here, also while a claim is under way.
+        if (this.running) this.startReady();
         this.wakeUp?.();
       });
       this.inFlight.set(row.id, { endpoint: row.endpoint_id, workspace: row.workspace_id, done });
@@ -252,14 +295,25 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Claims due deliveries, up to twice what may run at once (per endpoint, per workspace, in all):
-   * the second half waits here and starts the moment an attempt ends, and one claim serves
-   * several attempts. Answers how many were claimed.
+   * Claims due deliveries, up to twice what may run at once per workspace and in all, and per
+   * endpoint twice (eight times for a fast one, see `ahead`): the rest waits here and starts the
+   * moment an attempt ends, and one claim serves several attempts. Answers how many were claimed.
+   *
+   * On PostgreSQL the claim is one transaction of two statements (the candidates; the lease taken
+   * and the claimed rows read back in one `update … returning` joined to their endpoints and
+   * events) committed without waiting for the WAL flush (`synchronous_commit = off` for that
+   * transaction only): a claim lost in a crash of the database server only means the delivery is
+   * claimed again (docs/decisions.md, Webhooks).
    */
   private async claim(): Promise<number> {
     const { store } = this.options;
+    return store.dialect === 'postgres' ? this.bookkeeping((trx) => this.claimIn(trx)) : this.claimIn(store.db);
+  }
+
+  private async claimIn(db: Kysely<Database>): Promise<number> {
+    const { store } = this.options;
     const now = new Date().toISOString();
-    const perEndpointLimit = 2 * this.perEndpoint;
+    const perEndpointLimit = FAST_AHEAD * this.perEndpoint;
     // At most that many due deliveries of each endpoint, oldest first, each endpoint read on its
     // own index range: a backlog of one endpoint never hides another's due deliveries, and the
     // cost of a claim does not grow with the backlog.
@@ -280,7 +334,8 @@ export class WebhookDispatcher {
           select d.id, d.endpoint_id, d.workspace_id from webhook_endpoints e
           join webhook_deliveries d on d.id in (${due('x.id')})
           order by d.next_attempt_at, d.id limit ${scan}`
-    ).execute(store.db);
+    ).execute(db);
+    this.scanWasFull = candidates.rows.length >= scan;
     const perEndpoint = new Map<string, number>();
     const perWorkspace = new Map<string, number>();
     const chosen: string[] = [];
@@ -290,7 +345,7 @@ export class WebhookDispatcher {
       const w = perWorkspace.get(c.workspace_id) ?? this.held('workspace_id', c.workspace_id);
       perEndpoint.set(c.endpoint_id, e);
       perWorkspace.set(c.workspace_id, w);
-      if (e >= perEndpointLimit || w >= 2 * this.perWorkspace) continue;
+      if (e >= this.ahead(c.endpoint_id) || w >= 2 * this.perWorkspace) continue;
       perEndpoint.set(c.endpoint_id, e + 1);
       perWorkspace.set(c.workspace_id, w + 1);
       chosen.push(c.id);
@@ -299,25 +354,43 @@ export class WebhookDispatcher {
     // Taken only if still due and unleased: another worker may have claimed some meanwhile.
     const claimedAt = Date.now();
     const lease = new Date(claimedAt + this.leaseMs).toISOString();
-    const taken = await store.db
-      .updateTable('webhook_deliveries')
-      .set({ lease_owner: this.owner, lease_expires_at: lease })
-      .where('id', 'in', chosen)
-      .where('status', '=', 'pending')
-      .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-      .returning('id')
-      .execute();
-    if (taken.length === 0) return 0;
-    const rows = (await store.db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-      .innerJoin('webhook_events as v', 'v.id', 'd.event_id')
-      .select(['d.id', 'd.workspace_id', 'd.endpoint_id', 'd.event_id', 'd.manual', 'd.scheduled_attempts', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_expires_at', 'e.enabled', 'e.failing_since', 'v.payload'])
-      .where('d.id', 'in', taken.map((t) => t.id))
-      .where('d.lease_owner', '=', this.owner)
-      .orderBy('d.next_attempt_at')
-      .orderBy('d.id')
-      .execute()) as Claimed[];
+    let rows: Claimed[];
+    if (store.dialect === 'postgres') {
+      // Taken only if still due and unleased (another worker may have claimed some meanwhile),
+      // and read back with what an attempt needs, in one statement.
+      rows = (
+        await sql<Claimed>`
+          with taken as (
+            update webhook_deliveries set lease_owner = ${this.owner}, lease_expires_at = ${lease}
+            where id in (${sql.join(chosen)}) and status = 'pending' and (lease_expires_at is null or lease_expires_at < ${now})
+            returning id, workspace_id, endpoint_id, event_id, manual, scheduled_attempts, next_attempt_at)
+          select d.id, d.workspace_id, d.endpoint_id, d.event_id, d.manual, d.scheduled_attempts, e.url, e.secret,
+                 e.previous_secret, e.previous_secret_expires_at, e.enabled, e.failing_since, v.payload
+          from taken d join webhook_endpoints e on e.id = d.endpoint_id join webhook_events v on v.id = d.event_id
+          order by d.next_attempt_at, d.id`.execute(db)
+      ).rows;
+    } else {
+      // Taken only if still due and unleased: another worker may have claimed some meanwhile.
+      const taken = await db
+        .updateTable('webhook_deliveries')
+        .set({ lease_owner: this.owner, lease_expires_at: lease })
+        .where('id', 'in', chosen)
+        .where('status', '=', 'pending')
+        .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
+        .returning('id')
+        .execute();
+      if (taken.length === 0) return 0;
+      rows = (await db
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+        .innerJoin('webhook_events as v', 'v.id', 'd.event_id')
+        .select(['d.id', 'd.workspace_id', 'd.endpoint_id', 'd.event_id', 'd.manual', 'd.scheduled_attempts', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_expires_at', 'e.enabled', 'e.failing_since', 'v.payload'])
+        .where('d.id', 'in', taken.map((t) => t.id))
+        .where('d.lease_owner', '=', this.owner)
+        .orderBy('d.next_attempt_at')
+        .orderBy('d.id')
+        .execute()) as Claimed[];
+    }
     for (const row of rows) this.ready.push({ ...row, claimedAt });
     return rows.length;
   }
@@ -329,6 +402,7 @@ export class WebhookDispatcher {
       outcome = { at: new Date().toISOString(), durationMs: 0, responseStatus: null, responseBody: null, error: 'not sent: the endpoint is disabled' };
     } else {
       outcome = await this.attempt(row);
+      this.noteSpeed(row.endpoint_id, outcome.durationMs);
     }
     if (this.stopAll.signal.aborted && outcome.responseStatus === null) {
       // Cut off by a stop: not the receiver's failure. Back to the queue as it was.
@@ -418,19 +492,32 @@ export class WebhookDispatcher {
     const batch = this.outcomes.splice(0, 100).sort((a, b) => (a.row.endpoint_id < b.row.endpoint_id ? -1 : a.row.endpoint_id > b.row.endpoint_id ? 1 : 0));
     if (batch.length === 0) return;
     const { store } = this.options;
-    this.flushing = store.db
-      .transaction()
-      .execute((trx) => this.writeBatch(trx, batch))
+    this.flushing = this.bookkeeping((trx) => this.writeBatch(trx, batch))
       .then(
         () => batch.forEach((item) => item.resolve()),
         async () => {
-          for (const item of batch) await store.db.transaction().execute((trx) => this.write(trx, item.row, item.outcome)).then(item.resolve, item.reject);
+          for (const item of batch) await this.bookkeeping((trx) => this.write(trx, item.row, item.outcome)).then(item.resolve, item.reject);
         },
       )
       .finally(() => {
         this.flushing = null;
         if (this.outcomes.length > 0) this.scheduleFlush();
       });
+  }
+
+  /**
+   * A transaction of the dispatcher's own bookkeeping (outcomes). On PostgreSQL it commits without
+   * waiting for the WAL flush, as the claims do: an outcome lost in a crash of the database server
+   * leaves the delivery pending under a lease that runs out, so it is attempted again with the
+   * same event id (at least once, as promised); the event itself was written by the change's own
+   * transaction, synchronously.
+   */
+  private bookkeeping<T>(fn: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    const { store } = this.options;
+    return store.db.transaction().execute(async (trx) => {
+      if (store.dialect === 'postgres') await sql`set local synchronous_commit = off`.execute(trx);
+      return fn(trx);
+    });
   }
 
   /**

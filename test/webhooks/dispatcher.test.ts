@@ -53,4 +53,38 @@ describe(`webhook dispatcher limits (${TEST_DB})`, () => {
       await dispatcher.stop(1000);
     }
   });
+
+  it('claims a fast endpoint further ahead (at most 8 × its attempts in flight) and a slow one at most twice', { timeout: 60_000 }, async () => {
+    const { store } = database;
+    const slowReceiver = await new Receiver().start();
+    slowReceiver.fallback = { status: 200, delayMs: 250 };
+    const { info: fastWs } = await createKey(store.db, { workspace: 'ahead-fast', name: 't', grants: ['webhooks:manage'], expiresAt: null });
+    const { info: slowWs } = await createKey(store.db, { workspace: 'ahead-slow', name: 't', grants: ['webhooks:manage'], expiresAt: null });
+    const fast = await createEndpoint({ store, policy }, fastWs.workspaceId, { url: receiver.url, events: ['form_created'] });
+    const slow = await createEndpoint({ store, policy }, slowWs.workspaceId, { url: slowReceiver.url, events: ['form_created'] });
+    const before = receiver.received.length;
+    for (let i = 0; i < 200; i++) await store.db.transaction().execute((trx) => recordEvent(trx, fastWs.workspaceId, 'form_created', { form: { id: `fast${i}` } }));
+    for (let i = 0; i < 12; i++) await store.db.transaction().execute((trx) => recordEvent(trx, slowWs.workspaceId, 'form_created', { form: { id: `slow${i}` } }));
+    const dispatcher = new WebhookDispatcher({ store, log: silent, policy, perEndpoint: 2, pollMs: 20, timeoutMs: 5000 });
+    const most = { fast: 0, slow: 0 };
+    const sample = setInterval(() => {
+      most.fast = Math.max(most.fast, dispatcher.holding(fast.id));
+      most.slow = Math.max(most.slow, dispatcher.holding(slow.id));
+    }, 1);
+    dispatcher.start();
+    try {
+      await receiver.waitFor(before + 200, 30_000);
+      await slowReceiver.waitFor(12, 30_000);
+    } finally {
+      clearInterval(sample);
+      await dispatcher.stop(1000);
+      await slowReceiver.stop();
+    }
+    // 2 in flight each: the slow endpoint (250-ms answers) is held at most 4, the fast one up to
+    // 16 once its attempts are known to be quick — more than twice, so claims come less often.
+    assert.ok(most.slow >= 3 && most.slow <= 4, `slow endpoint held at most ${most.slow}`);
+    assert.ok(most.fast > 4 && most.fast <= 16, `fast endpoint held at most ${most.fast}`);
+    const pending = await store.db.selectFrom('webhook_deliveries').select('id').where('status', '!=', 'succeeded').where('endpoint_id', 'in', [fast.id, slow.id]).execute();
+    assert.equal(pending.length, 0);
+  });
 });
