@@ -90,8 +90,9 @@ export class S3BlobStore implements BlobStore {
   /** The object an upload completed, and its multipart upload when `ref` names one (still open after a crash). */
   async discardUpload(id: string, ref: string | null): Promise<void> {
     const key = this.uploadKey(id);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }));
+    // Aborted first: a completion landing between the two would otherwise leave the object behind.
     if (ref) await this.abortMultipart(key, ref);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }));
   }
 
   /** Aborts a multipart upload; `false` when the storage cannot (s3rver does not implement it). No error when it is gone already. */

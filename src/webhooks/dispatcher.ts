@@ -270,10 +270,12 @@ export class WebhookDispatcher {
    */
   private startReady(): void {
     const latest = Date.now() - (this.leaseMs - this.timeoutMs - 1_000);
+    const stale: string[] = [];
     for (let i = 0; i < this.ready.length && this.inFlight.size < this.concurrency; ) {
       const row = this.ready[i]!;
       if (row.claimedAt < latest) {
         this.ready.splice(i, 1);
+        stale.push(row.id);
         continue;
       }
       if (this.held('endpoint_id', row.endpoint_id, true) >= this.perEndpoint || this.held('workspace_id', row.workspace_id, true) >= this.perWorkspace) {
@@ -291,6 +293,13 @@ export class WebhookDispatcher {
         this.wakeUp?.();
       });
       this.inFlight.set(row.id, { endpoint: row.endpoint_id, workspace: row.workspace_id, done });
+    }
+    // Too late to start within their leases (an endpoint that turned slow while many of its
+    // deliveries waited here): handed back now, so any worker can claim them at once rather than
+    // when the leases run out.
+    if (stale.length > 0) {
+      const release = this.options.store.db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', 'in', stale).where('lease_owner', '=', this.owner).where('status', '=', 'pending').execute();
+      this.track(release.then(() => {}));
     }
   }
 
@@ -526,14 +535,13 @@ export class WebhookDispatcher {
    * (`write`). Statements, not deliveries, are what a commit costs on PostgreSQL (a round trip each).
    */
   private async writeBatch(trx: Transaction<Database>, batch: ReadonlyArray<{ row: Claimed; outcome: AttemptOutcome }>): Promise<void> {
-    const isOk = (o: AttemptOutcome) => o.responseStatus !== null && o.responseStatus >= 200 && o.responseStatus < 300;
     await trx
       .insertInto('webhook_attempts')
       .values(batch.map(({ row, outcome }) => ({ id: newId(), delivery_id: row.id, at: outcome.at, duration_ms: outcome.durationMs, response_status: outcome.responseStatus, response_body: outcome.responseBody, error: outcome.error })))
       .execute();
     const succeeded = new Map<number, string[]>();
     for (const { row, outcome } of batch) {
-      if (!isOk(outcome)) continue;
+      if (!isSuccess(outcome)) continue;
       const attempts = Number(row.scheduled_attempts) + 1;
       succeeded.set(attempts, [...(succeeded.get(attempts) ?? []), row.id]);
     }
@@ -553,13 +561,13 @@ export class WebhookDispatcher {
     // Endpoint rows in the batch's order (by endpoint): the failures, and the failing streaks
     // known at the claim that a success ends (see `write`).
     for (const { row, outcome } of batch) {
-      if (!isOk(outcome)) await this.write(trx, row, outcome, false);
+      if (!isSuccess(outcome)) await this.write(trx, row, outcome, false);
       else if (held.has(row.id) && row.failing_since !== null) await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', row.endpoint_id).where('failing_since', 'is not', null).execute();
     }
   }
 
   private async write(trx: Transaction<Database>, row: Claimed, outcome: AttemptOutcome, insertAttempt = true): Promise<void> {
-    const ok = outcome.responseStatus !== null && outcome.responseStatus >= 200 && outcome.responseStatus < 300;
+    const ok = isSuccess(outcome);
     const now = new Date().toISOString();
     const attempts = Number(row.scheduled_attempts) + 1;
     const wait = ok || outcome.error?.startsWith('not sent') ? null : retryDelay(attempts, this.scale, this.random);
@@ -618,6 +626,11 @@ export class WebhookDispatcher {
       .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'webhook_events.id').where('d.status', '=', 'pending'))))
       .execute();
   }
+}
+
+/** Any 2xx answer is a success. */
+function isSuccess(outcome: AttemptOutcome): boolean {
+  return outcome.responseStatus !== null && outcome.responseStatus >= 200 && outcome.responseStatus < 300;
 }
 
 /** Reads at most 64 KiB of a response (then stops reading: the connection is dropped), keeps 1 KiB as text. */

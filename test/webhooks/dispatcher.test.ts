@@ -87,4 +87,50 @@ describe(`webhook dispatcher limits (${TEST_DB})`, () => {
     const pending = await store.db.selectFrom('webhook_deliveries').select('id').where('status', '!=', 'succeeded').where('endpoint_id', 'in', [fast.id, slow.id]).execute();
     assert.equal(pending.length, 0);
   });
+
+  it('hands back at once what it claimed ahead for an endpoint that turned slow, once too late to start within the lease', { timeout: 60_000 }, async () => {
+    const { store } = database;
+    const turning = await new Receiver().start();
+    turning.next(...Array.from({ length: 12 }, () => ({ status: 200 })));
+    turning.fallback = { hang: true };
+    const { info } = await createKey(store.db, { workspace: 'turning', name: 't', grants: ['webhooks:manage'], expiresAt: null });
+    const endpoint = await createEndpoint({ store, policy }, info.workspaceId, { url: turning.url, events: ['form_created'] });
+    for (let i = 0; i < 40; i++) await store.db.transaction().execute((trx) => recordEvent(trx, info.workspaceId, 'form_created', { form: { id: `t${i}` } }));
+    // 1 attempt at a time, 1-s timeout: a lease of 4 s, and a delivery claimed more than 2 s ago
+    // can no longer be started within it.
+    const dispatcher = new WebhookDispatcher({ store, log: silent, policy, perEndpoint: 1, pollMs: 20, timeoutMs: 1000 });
+    // Leased by this dispatcher and claimed more than 3.5 s ago (lease ends within 0.5 s): an
+    // attempt started by then (at most 2 s after its claim) has ended (1-s timeout) and been
+    // written; only a delivery left waiting past its time, not handed back, is still leased.
+    const stale = async () =>
+      Number(
+        (
+          await store.db
+            .selectFrom('webhook_deliveries')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('endpoint_id', '=', endpoint.id)
+            .where('lease_owner', '=', dispatcher.owner)
+            .where('status', '=', 'pending')
+            .where('lease_expires_at', '<', new Date(Date.now() + 500).toISOString())
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    let mostHeld = 0;
+    let mostStale = 0;
+    dispatcher.start();
+    try {
+      const until = Date.now() + 6000;
+      while (Date.now() < until) {
+        mostHeld = Math.max(mostHeld, dispatcher.holding(endpoint.id));
+        mostStale = Math.max(mostStale, await stale());
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await dispatcher.stop(100);
+      await turning.stop();
+    }
+    assert.ok(mostHeld > 2, `it claimed ahead while the endpoint was fast (held at most ${mostHeld})`);
+    assert.equal(mostStale, 0, `${mostStale} deliveries stayed leased, not started, until their leases ran out`);
+  });
 });
+

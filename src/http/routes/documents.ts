@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
 import type { TempBlob } from '../../blobs/staging.js';
-import { BlobNotFound, type ByteRange } from '../../blobs/store.js';
+import { BlobNotFound, UploadGone, type ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { MIME, UnsupportedFileType } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
@@ -73,6 +73,9 @@ function asUploadError(error: unknown, maxBytes: number): unknown {
     return new AppError('unsupported_file_type', 'Only PDF (starting with %PDF-) and DOCX (a ZIP holding word/document.xml) files are accepted; the type is read from the bytes, not the name.');
   }
   if (error instanceof UnreadableDocument) return new AppError('unreadable_document', `The document cannot be read: ${error.message}.`);
+  // Received for longer than the sweep's grace period (another server's, with a shorter request
+  // time limit, may have swept it): nothing of it was kept; the client may send it again.
+  if (error instanceof UploadGone) return new AppError('unavailable', 'The upload took longer than the service keeps an unfinished upload; nothing was stored. Send it again.', { 'retry-after': '1' });
   if (error instanceof QueueFull) {
     return new AppError('unavailable', `The service is busy reading uploads (${error.message}); send this one again in ${error.retryAfterS} s.`, {
       'retry-after': String(error.retryAfterS),
