@@ -44,7 +44,7 @@ describe('parse jobs', () => {
   }
   async function finished(doc: string, job: string) {
     // Generous: each job starts a detection process (from source, under tsx), slow on a busy machine.
-    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
       const data = (await send('GET', `/documents/${doc}/parse-jobs/${job}`)).json().data;
       if (data.status === 'completed' || data.status === 'failed') return data;
       await new Promise((r) => setTimeout(r, 25));
@@ -187,7 +187,7 @@ describe('parse jobs', () => {
       const started = await office.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers: h, payload: {} });
       assert.equal(started.statusCode, 202);
       let job;
-      for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
         job = (await office.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${started.json().data.id}`, headers: h })).json().data;
         if (job.status === 'completed' || job.status === 'failed') break;
         await new Promise((r) => setTimeout(r, 25));
@@ -451,7 +451,7 @@ describe('parse jobs with the ai engine (a local fake endpoint)', () => {
     const started = await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${doc}/parse-jobs`, headers, payload: { applyMode: 'preview' } });
     assert.equal(started.statusCode, 202, started.body);
     assert.equal(started.json().data.engine, 'ai');
-    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 150_000; Date.now() < deadline; ) {
       const data = (await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${doc}/parse-jobs/${started.json().data.id}`, headers })).json().data;
       if (data.status === 'completed') return data;
       assert.notEqual(data.status, 'failed', JSON.stringify(data.error));
