@@ -96,8 +96,9 @@ export function retryDelay(n: number, scale: number, random: () => number = Math
  * attempt leaves the lease to run out, and the delivery is attempted again, by any worker, with
  * the same event id. Attempts run concurrently, at most `perEndpoint` to one endpoint, `perWorkspace`
  * for one workspace and `concurrency` in all, so a slow or dead receiver only ever holds its own
- * slots; a claim takes up to twice those numbers (the rest wait here for a slot, and start without
- * a database round trip), and outcomes are written in batches. Each attempt resolves the
+ * slots; a claim takes up to twice those numbers, eight times the per-endpoint one for an endpoint
+ * that answers fast (the rest wait here for a slot, and start without a database round trip), and
+ * outcomes are written in batches. Each attempt resolves the
  * receiver's name, checks every address (`safety.ts`) and connects to the checked address; no
  * redirect is followed; at most 64 KiB of the answer is read and 1 KiB stored.
  */
