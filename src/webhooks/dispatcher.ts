@@ -124,8 +124,6 @@ export class WebhookDispatcher {
   private readonly outcomes: Array<{ row: Claimed; outcome: AttemptOutcome; resolve: () => void; reject: (error: unknown) => void }> = [];
   private flushing: Promise<void> | null = null;
   private flushScheduled = false;
-  /** The last claim's scan found as many candidates as it reads: more may be due. */
-  private scanWasFull = false;
   /** Recent attempt duration per endpoint (ms, moving average), which sets how far ahead it is claimed. */
   private readonly speed = new Map<string, number>();
 
@@ -194,7 +192,8 @@ export class WebhookDispatcher {
     const full = () => this.heldTotal() >= 2 * this.concurrency;
     while (this.running) {
       this.startReady();
-      let claimed = 0;
+      // How many were claimed, and whether the claim's scan was full (more may be due at once).
+      let claimed = { count: 0, scanFull: false };
       if (this.claimWanted && !full()) {
         this.claimWanted = false;
         try {
@@ -210,7 +209,7 @@ export class WebhookDispatcher {
       }
       if (!this.running) break;
       // The claim's scan was full: more may be due at once. Or a claim was asked for meanwhile.
-      if (claimed > 0 && this.scanWasFull) this.claimWanted = true;
+      if (claimed.count > 0 && claimed.scanFull) this.claimWanted = true;
       if (this.claimWanted && !full()) continue;
       // Else wait for the poll, a finished attempt or something queued (never a busy loop).
       await new Promise<void>((resolve) => {
@@ -307,7 +306,8 @@ export class WebhookDispatcher {
   /**
    * Claims due deliveries, up to twice what may run at once per workspace and in all, and per
    * endpoint twice (eight times for a fast one, see `ahead`): the rest waits here and starts the
-   * moment an attempt ends, and one claim serves several attempts. Answers how many were claimed.
+   * moment an attempt ends, and one claim serves several attempts. Answers how many were claimed,
+   * and whether the scan of due deliveries came back full.
    *
    * On PostgreSQL the claim is one transaction of two statements (the candidates; the lease taken
    * and the claimed rows read back in one `update … returning` joined to their endpoints and
@@ -315,12 +315,12 @@ export class WebhookDispatcher {
    * transaction only): a claim lost in a crash of the database server only means the delivery is
    * claimed again (docs/decisions.md, Webhooks).
    */
-  private async claim(): Promise<number> {
+  private async claim(): Promise<{ count: number; scanFull: boolean }> {
     const { store } = this.options;
     return store.dialect === 'postgres' ? this.bookkeeping((trx) => this.claimIn(trx)) : this.claimIn(store.db);
   }
 
-  private async claimIn(db: Kysely<Database>): Promise<number> {
+  private async claimIn(db: Kysely<Database>): Promise<{ count: number; scanFull: boolean }> {
     const { store } = this.options;
     const now = new Date().toISOString();
     const perEndpointLimit = FAST_AHEAD * this.perEndpoint;
@@ -345,7 +345,7 @@ export class WebhookDispatcher {
           join webhook_deliveries d on d.id in (${due('x.id')})
           order by d.next_attempt_at, d.id limit ${scan}`
     ).execute(db);
-    this.scanWasFull = candidates.rows.length >= scan;
+    const scanFull = candidates.rows.length >= scan;
     const perEndpoint = new Map<string, number>();
     const perWorkspace = new Map<string, number>();
     const chosen: string[] = [];
@@ -360,7 +360,7 @@ export class WebhookDispatcher {
       perWorkspace.set(c.workspace_id, w + 1);
       chosen.push(c.id);
     }
-    if (chosen.length === 0) return 0;
+    if (chosen.length === 0) return { count: 0, scanFull };
     // Taken only if still due and unleased: another worker may have claimed some meanwhile.
     const claimedAt = Date.now();
     const lease = new Date(claimedAt + this.leaseMs).toISOString();
@@ -389,7 +389,7 @@ export class WebhookDispatcher {
         .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
         .returning('id')
         .execute();
-      if (taken.length === 0) return 0;
+      if (taken.length === 0) return { count: 0, scanFull };
       rows = (await db
         .selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
@@ -402,7 +402,7 @@ export class WebhookDispatcher {
         .execute()) as Claimed[];
     }
     for (const row of rows) this.ready.push({ ...row, claimedAt });
-    return rows.length;
+    return { count: rows.length, scanFull };
   }
 
   /** One attempt and its outcome, written in the background (the slot is free as soon as the attempt ends). */
