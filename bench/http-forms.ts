@@ -9,8 +9,15 @@
  *
  * Needs a build (`npm run build`, done by `npm ci`) and, for the Redis figures, REDIS_URL or
  * Redis on 127.0.0.1:6379.
+ *
+ *   BENCH_BASE=/path/to/other/checkout npm run bench:http
+ *
+ * also times another build (a worktree of an earlier commit, built) in the same rounds and by the
+ * same client ("base formsign", "base formsign+redis"), on a data directory of its own made by
+ * its own `migrate`, `keys create` and `POST /api/v1/forms`: two builds compared in two runs of
+ * this file differ by the client's process as well, not only by the server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,15 +35,20 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-async function start(kind: 'baseline' | 'formsign' | 'formsign+redis', dataDir: string): Promise<{ child: ChildProcess; port: number }> {
+const BASE = process.env.BENCH_BASE ? path.resolve(process.env.BENCH_BASE) : null;
+
+type Kind = 'baseline' | 'formsign' | 'formsign+redis' | 'base formsign' | 'base formsign+redis';
+
+async function start(kind: Kind, dataDir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
+  const root = kind.startsWith('base ') ? BASE! : ROOT;
   // Metrics on (METRICS=false to measure without): as an operator would run it.
   const env = { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000000', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', METRICS: process.env.METRICS ?? 'true' };
   const child =
     kind === 'baseline'
       ? spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/baseline-server.ts')], { env, stdio: 'ignore' })
-      : spawn(process.execPath, [...SERVER_FLAGS, path.join(ROOT, 'dist/src/main.js'), 'serve'], {
-          env: { ...env, ...(kind === 'formsign+redis' ? { REDIS_URL } : {}) },
+      : spawn(process.execPath, [...SERVER_FLAGS, path.join(root, 'dist/src/main.js'), 'serve'], {
+          env: { ...env, ...(kind.endsWith('formsign+redis') ? { REDIS_URL } : {}) },
           // Request logging stays on (info, one line per request), as in production; it goes nowhere.
           stdio: 'ignore',
         });
@@ -44,7 +56,30 @@ async function start(kind: 'baseline' | 'formsign' | 'formsign+redis', dataDir: 
   return { child, port };
 }
 
+/** The other build's data: its own migrations and key, the same forms made through its API. */
+async function seedBase(dataDir: string): Promise<{ key: string; formId: string }> {
+  const cli = (args: string[]) => execFileSync(process.execPath, [path.join(BASE!, 'dist/src/main.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir }, encoding: 'utf8' });
+  cli(['migrate']);
+  const { key } = JSON.parse(cli(['keys', 'create', '--workspace', 'bench', '--name', 'bench', '--grants', 'forms:read,forms:write', '--json'])) as { key: string };
+  const { child, port } = await start('base formsign', dataDir);
+  try {
+    const post = async (body: object) => {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/forms`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      if (res.status !== 201) throw new Error(`base build: POST /forms answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { data: { id: string } }).data;
+    };
+    for (let i = 0; i < 1000; i++) await post({ title: `Filler ${i}` });
+    const form = await post({ title: 'Benchmarked form', description: 'x', settings: { a: 1 } });
+    return { key, formId: form.id };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+
 async function measure(url: string, headers: Record<string, string>): Promise<{ rps: number; p99: number; errors: number }> {
+  const probe = await fetch(url, { headers });
+  if (probe.status !== 200) throw new Error(`${url} answered ${probe.status}: ${await probe.text()}`);
   // Warm up (JIT, connection pools) before the measured run.
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
   const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
@@ -72,34 +107,53 @@ async function main(): Promise<void> {
     probe.disconnect();
   }
 
-  type Kind = 'baseline' | 'formsign' | 'formsign+redis';
+  let base: { key: string; formId: string; dataDir: string } | null = null;
+  if (BASE) {
+    if (!fs.existsSync(path.join(BASE, 'dist/src/main.js'))) throw new Error(`BENCH_BASE: no build at ${BASE}/dist/src/main.js`);
+    const baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-bench-base-'));
+    base = { ...(await seedBase(baseDir)), dataDir: baseDir };
+  }
   const kinds: Kind[] = ['baseline', 'formsign', ...(redisUp ? (['formsign+redis'] as const) : [])];
+  if (base) kinds.push('base formsign', ...(redisUp ? (['base formsign+redis'] as const) : []));
   const results: Record<string, Array<{ rps: number; p99: number; errors: number }>> = {};
   console.log(`GET /api/v1/forms/{id}: ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections, Node ${process.version}, ${os.cpus().length} cores`);
   for (let round = 1; round <= ROUNDS; round++) {
     // Each round starts with a different server, so that no one always runs right after another.
     const order = kinds.map((_, i) => kinds[(i + round - 1) % kinds.length]!);
     for (const kind of order) {
-      const { child, port } = await start(kind, dataDir);
+      const onBase = kind.startsWith('base ');
+      const { child, port } = await start(kind, onBase ? base!.dataDir : dataDir);
       try {
-        const url = kind === 'baseline' ? `http://127.0.0.1:${port}/forms/${form.id}` : `http://127.0.0.1:${port}/api/v1/forms/${form.id}`;
+        const url =
+          kind === 'baseline' ? `http://127.0.0.1:${port}/forms/${form.id}` : `http://127.0.0.1:${port}/api/v1/forms/${onBase ? base!.formId : form.id}`;
         // As a browser or an HTTP library asks: compression accepted (the answer, under 1 KiB, stays as it is).
-        const r = await measure(url, { authorization: `Bearer ${key}`, 'accept-encoding': 'gzip, deflate, br' });
+        const r = await measure(url, { authorization: `Bearer ${onBase ? base!.key : key}`, 'accept-encoding': 'gzip, deflate, br' });
         (results[kind] ??= []).push(r);
-        console.log(`  round ${round} ${kind.padEnd(15)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx/errors ${r.errors}`);
+        console.log(`  round ${round} ${kind.padEnd(19)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99} ms  non-2xx/errors ${r.errors}`);
       } finally {
         child.kill('SIGTERM');
         await new Promise((r) => child.once('exit', r));
       }
     }
   }
-  const base = median(results.baseline!.map((r) => r.rps));
+  const bare = median(results.baseline!.map((r) => r.rps));
   console.log('\nmedian req/s and ratio to the baseline:');
   for (const kind of kinds) {
     const rps = median(results[kind]!.map((r) => r.rps));
-    console.log(`  ${kind.padEnd(15)} ${rps.toFixed(0).padStart(7)} req/s  ratio ${(rps / base).toFixed(2)}  errors ${results[kind]!.reduce((n, r) => n + r.errors, 0)}`);
+    console.log(`  ${kind.padEnd(19)} ${rps.toFixed(0).padStart(7)} req/s  ratio ${(rps / bare).toFixed(2)}  errors ${results[kind]!.reduce((n, r) => n + r.errors, 0)}`);
   }
   if (!redisUp) console.log(`  (Redis not reachable at ${REDIS_URL}: no Redis figures)`);
+  if (base) {
+    // The same requests on both builds, by the same client, in the same rounds: per round, each
+    // build's ratio to the baseline, and the current build over the other one.
+    console.log(`\nthis build against ${BASE}, per round:`);
+    for (const suffix of ['formsign', ...(redisUp ? ['formsign+redis'] : [])]) {
+      const now = results[suffix]!.map((r) => r.rps);
+      const then = results[`base ${suffix}`]!.map((r) => r.rps);
+      console.log(`  ${suffix.padEnd(15)} this / base: ${now.map((v, i) => (v / then[i]!).toFixed(3)).join(', ')}; medians ${(median(now) / median(then)).toFixed(3)}`);
+    }
+    fs.rmSync(base.dataDir, { recursive: true, force: true });
+  }
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
 
