@@ -33,6 +33,11 @@ export class DiskBlobStore implements BlobStore {
 
   async discardUpload(): Promise<void> {}
 
+  /** Flushes the staged file's data while it is checked: `put`'s own sync then has nothing left to write. */
+  async prepare(file: string): Promise<void> {
+    await syncFile(file);
+  }
+
   /** Copies under `.incoming/` (staging on another file system) not yet renamed into place. */
   async *listUploads(): AsyncIterable<string> {
     for (const name of await readdir(this.incoming)) yield name;

@@ -37,6 +37,13 @@ export interface BlobStore {
    */
   put(file: string, sha256: string, size: number): Promise<void>;
   /**
+   * Called once the staged file `file` is complete, while it is checked and before `put` is
+   * asked for it (when `startUpload` gave no upload): does ahead what `put` can (disk: flushes the
+   * file's data to disk, so that the sync inside `put` finds nothing left to write). `put` is
+   * correct without it; a failure here is left to `put` to meet again.
+   */
+  prepare(file: string): Promise<void>;
+  /**
    * The stored bytes, or those from `range.start` to `range.end` (inclusive) when given; `size`
    * is the whole blob's. Rejects with `BlobNotFound` when there is no such blob.
    */

@@ -30,6 +30,9 @@ class GatedBlobs implements BlobStore {
     await this.inner.put(file, sha256, size);
     await this.gated();
   }
+  prepare(file: string) {
+    return this.inner.prepare(file);
+  }
   startUpload(id: string, options: StartUploadOptions): BlobUpload | null {
     const writer = this.inner.startUpload(id, options);
     if (!writer) return null;
