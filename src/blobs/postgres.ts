@@ -43,13 +43,13 @@ export class PostgresBlobStore implements BlobStore {
     for (const row of result.rows) yield row.upload_id;
   }
 
+  /** Nothing: uploads stream into the database as they are received (`startUpload`). */
+  async prepare(): Promise<void> {}
+
   /**
    * A whole local file in one transaction (a DOCX's PDF rendition, made after the upload): its
    * chunks under an id of its own and the `blob_files` row commit together.
    */
-  /** Nothing: uploads stream into the database as they are received (`startUpload`). */
-  async prepare(): Promise<void> {}
-
   async put(file: string, sha256: string, size: number): Promise<void> {
     checkHash(sha256);
     if (await this.stat(sha256)) return;

@@ -153,10 +153,10 @@ export class S3BlobStore implements BlobStore {
     return this.copyLimit;
   }
 
-  /** A whole local file (a DOCX's PDF rendition, made after the upload); nothing when the hash is stored. */
   /** Nothing: uploads stream into the bucket as they are received (`startUpload`). */
   async prepare(): Promise<void> {}
 
+  /** A whole local file (a DOCX's PDF rendition, made after the upload); nothing when the hash is stored. */
   async put(file: string, sha256: string, size: number): Promise<void> {
     if (await this.stat(sha256)) return;
     await this.putLarge(file, sha256, size);

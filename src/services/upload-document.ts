@@ -113,8 +113,9 @@ export async function uploadDocument(
     const upload = await input.receive(writer ? { ...temp, stream: () => teeStream(temp.stream(), writer) } : temp);
     const title = checkDocumentTitle(upload.title) ?? [...upload.filename].slice(0, 200).join('');
     // The store completes its upload (last chunk, multipart completion) while the file is read;
-    // a store that takes the staged file whole at `put` (disk) gets it ready meanwhile.
-    const ending = writer ? writer.end() : blobs.prepare(temp.path);
+    // a store that takes the staged file whole at `put` (disk) gets it ready meanwhile (should
+    // that fail, `put` meets the failure again and answers for it).
+    const ending = writer ? writer.end() : blobs.prepare(temp.path).catch(() => {});
     ending.catch(() => {});
     const analysis = await analyzeUpload(temp.path, deps, workspaceId);
     await ending;
