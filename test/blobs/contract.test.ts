@@ -77,6 +77,22 @@ for (const kind of KINDS) {
       assert.deepEqual((await listed()).filter((s) => s === sha), [sha]);
     });
 
+    it('prepare leaves the staged file where it is, whole, and unseen under its hash until put', async () => {
+      const bytes = crypto.randomBytes(3 * 1024 * 1024 + 5);
+      const sha = crypto.createHash('sha256').update(bytes).digest('hex');
+      const temp = await staging.createTemp();
+      try {
+        fs.writeFileSync(temp.path, bytes);
+        await blobs.prepare(temp.path);
+        assert.deepEqual(fs.readFileSync(temp.path), bytes);
+        assert.equal(await blobs.stat(sha), null);
+        await blobs.put(temp.path, sha, bytes.length);
+      } finally {
+        await temp.discard();
+      }
+      assert.deepEqual((await read(sha)).bytes, bytes);
+    });
+
     it('streams a file of many chunks / parts (12 MiB) both ways, and any byte range of it', async () => {
       const big = crypto.randomBytes(12 * 1024 * 1024 + 12345);
       const sha = await put(big);
