@@ -79,7 +79,8 @@ async function seedBase(dataDir: string): Promise<{ key: string; formId: string 
 
 async function measure(url: string, headers: Record<string, string>): Promise<{ rps: number; p99: number; errors: number }> {
   const probe = await fetch(url, { headers });
-  if (probe.status !== 200) throw new Error(`${url} answered ${probe.status}: ${await probe.text()}`);
+  const answer = await probe.text();
+  if (probe.status !== 200) throw new Error(`${url} answered ${probe.status}: ${answer}`);
   // Warm up (JIT, connection pools) before the measured run.
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
   const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
@@ -144,8 +145,8 @@ async function main(): Promise<void> {
   }
   if (!redisUp) console.log(`  (Redis not reachable at ${REDIS_URL}: no Redis figures)`);
   if (base) {
-    // The same requests on both builds, by the same client, in the same rounds: per round, each
-    // build's ratio to the baseline, and the current build over the other one.
+    // The same requests on both builds, by the same client, in the same rounds: per round, this
+    // build's requests per second over the other build's, then the same of the medians.
     console.log(`\nthis build against ${BASE}, per round:`);
     for (const suffix of ['formsign', ...(redisUp ? ['formsign+redis'] : [])]) {
       const now = results[suffix]!.map((r) => r.rps);
