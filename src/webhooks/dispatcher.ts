@@ -297,10 +297,7 @@ export class WebhookDispatcher {
     // Too late to start within their leases (an endpoint that turned slow while many of its
     // deliveries waited here): handed back now, so any worker can claim them at once rather than
     // when the leases run out.
-    if (stale.length > 0) {
-      const release = this.options.store.db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', 'in', stale).where('lease_owner', '=', this.owner).where('status', '=', 'pending').execute();
-      this.track(release.then(() => {}));
-    }
+    if (stale.length > 0) this.releaseLeases(stale);
   }
 
   /**
@@ -416,12 +413,23 @@ export class WebhookDispatcher {
     }
     if (this.stopAll.signal.aborted && outcome.responseStatus === null) {
       // Cut off by a stop: not the receiver's failure. Back to the queue as it was.
-      const release = this.options.store.db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', row.id).where('lease_owner', '=', this.owner).execute();
-      this.track(release.then(() => {}));
+      this.releaseLeases([row.id]);
       return;
     }
     // If it cannot be written, the lease runs out and the delivery is attempted again.
     this.track(this.record(row, outcome));
+  }
+
+  /** Hands this worker's leases of pending deliveries back: any worker may claim them at once. */
+  private releaseLeases(ids: string[]): void {
+    const release = this.options.store.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_owner: null, lease_expires_at: null })
+      .where('id', 'in', ids)
+      .where('lease_owner', '=', this.owner)
+      .where('status', '=', 'pending')
+      .execute();
+    this.track(release.then(() => {}));
   }
 
   /** Writes still under way (`stop` waits for them). */
