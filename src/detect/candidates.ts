@@ -1148,6 +1148,30 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   return kept;
 }
 
+/**
+ * The label of a check box: the phrase on its line nearest to it on either side (`☐ Yes`, `Yes ☐`),
+ * at most three of the phrase's font sizes away, the one on the right on a tie; null when none.
+ * A check box answers with the option word beside it, whichever of the proposals for its box
+ * (drawn square, box beside an option word, cell) won the suppression.
+ */
+export function checkBoxLabelOf(model: PageModel, b: Box): string | null {
+  const mid = b.y + b.h / 2;
+  let best: Phrase | null = null;
+  let bestGap = Infinity;
+  for (const ph of model.phraseGrid.query(b.x - 60, mid - 2, b.x + b.w + 60, mid + 2)) {
+    if (mid < ph.y - 2 || mid > ph.y + ph.h + 2) continue;
+    const right = ph.x - (b.x + b.w);
+    const left = b.x - (ph.x + ph.w);
+    // On the right strictly better by a hair, so that a tie goes to the right.
+    const gap = right >= -1 ? right - 0.01 : left >= -1 ? left : Infinity;
+    if (gap <= ph.size * 3 && gap < bestGap) {
+      best = ph;
+      bestGap = gap;
+    }
+  }
+  return best ? best.str : null;
+}
+
 /** The label of a proposal: the phrase nearest on its left on its line, else just above it. */
 export function labelOf(model: PageModel, b: Box): string {
   const mid = b.y + b.h / 2;

@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FieldType } from '../domain/fields.js';
-import { PageModel, proposeWith, type Proposal } from './candidates.js';
+import { checkBoxLabelOf, PageModel, proposeWith, type Proposal } from './candidates.js';
 import { FEATURE_NAMES, featureMatrix, featureRows } from './features.js';
 import { lineHeightOf, toField, typeFor } from './layout.js';
 import type { PageGraphics } from './layout-page.js';
@@ -345,16 +345,16 @@ function fieldType(cls: FieldClass, p: Proposal, lineHeight: number): FieldType 
  * rows are float32 views of `matrix`, where they lie end to end. The page is read once
  * (`PageModel`) for both.
  */
-export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; features: Float32Array[]; matrix: Float32Array } {
+export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; features: Float32Array[]; matrix: Float32Array; read: PageModel } {
   const read = new PageModel(page);
   const proposals = proposeWith(read);
   const matrix = featureMatrix(read, proposals);
-  return { proposals, features: featureRows(matrix, proposals.length), matrix };
+  return { proposals, features: featureRows(matrix, proposals.length), matrix, read };
 }
 
 /** The layout fields of one page: proposals scored, calibrated, suppressed and thresholded. */
 export function detectLayout(page: PageGraphics, pageNumber: number, model: LayoutModel = defaultModel()): DetectedField[] {
-  const { proposals, features, matrix } = proposalsOf(page);
+  const { proposals, features, matrix, read } = proposalsOf(page);
   const width = model.features.length;
   const fieldMargins = margins(model.field, matrix, proposals.length, width);
   const probabilities = Array.from(fieldMargins, (m) => calibrate(model, m));
@@ -375,7 +375,8 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
   const fields: DetectedField[] = [];
   for (const a of accepted) {
     const p = a.proposal;
-    const field = toField({ ...p, type: fieldType(a.fieldClass, p, lineHeight) }, pageNumber, page, Math.round(a.probability * 1000) / 1000);
+    const label = a.fieldClass === 'checkbox' ? (checkBoxLabelOf(read, p) ?? p.label) : p.label;
+    const field = toField({ ...p, label, type: fieldType(a.fieldClass, p, lineHeight) }, pageNumber, page, Math.round(a.probability * 1000) / 1000);
     if (field) fields.push(field);
   }
   return fields;

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { iouBox, MAX_PROPOSALS, PROPOSAL_KINDS, proposeCandidates, type Proposal, type ProposalKind } from '../../src/detect/candidates.js';
+import { checkBoxLabelOf, iouBox, MAX_PROPOSALS, PageModel, PROPOSAL_KINDS, proposeCandidates, type Proposal, type ProposalKind } from '../../src/detect/candidates.js';
 import { FEATURE_NAMES, proposalFeatures } from '../../src/detect/features.js';
 import type { Box, PageGraphics } from '../../src/detect/layout-page.js';
 import { drawPdf, drawUnicode, type Draw } from '../helpers/layout-pdf.js';
@@ -113,6 +113,29 @@ describe('candidate proposals', () => {
       assert.equal(p.cls, 'checkbox');
       assert.ok(p.x + p.w <= x, `left of the word: ${show(p)}`);
     }
+  });
+
+  it('a check box is labelled by the phrase nearest to it on its line, on either side: the option word, not the question or the other option', async () => {
+    const page = await pageOf((d) => {
+      // "Are you a resident of this state?  [] Yes  [] No", then "Married []" with nothing after it.
+      d.text('Are you a resident of this state?', 72, 700, 10);
+      d.box(250, 699, 9, 9);
+      d.text('Yes', 263, 700, 10);
+      d.box(300, 699, 9, 9);
+      d.text('No', 313, 700, 10);
+      d.text('Married', 72, 660, 10);
+      d.box(112, 659, 9, 9);
+      d.box(400, 620, 9, 9);
+    });
+    const model = new PageModel(page);
+    // Displayed boxes (origin top-left); a larger box over the same square reads the same label.
+    const at = (x: number, y: number, side = 9) => ({ x: x - (side - 9) / 2, y: H - y - 9 - (side - 9) / 2, w: side, h: side });
+    assert.equal(checkBoxLabelOf(model, at(250, 699)), 'Yes');
+    assert.equal(checkBoxLabelOf(model, at(250, 699, 12.6)), 'Yes');
+    assert.equal(checkBoxLabelOf(model, at(300, 699)), 'No');
+    assert.equal(checkBoxLabelOf(model, at(112, 659)), 'Married');
+    // Nothing printed beside it: no label of this kind (the proposal's own label stands).
+    assert.equal(checkBoxLabelOf(model, at(400, 620)), null);
   });
 
   it('several labels along one ruled cell ("City", "State", "ZIP"): a proposal after each label', async () => {
