@@ -55,7 +55,8 @@ let degenerateHit = 0;
 /** Missed truth boxes with no rule or box drawn near them (what the page reader gives has nothing there). */
 let bareMisses = 0;
 
-const forms = loadDataset(only ? (f) => f.includes(only) : undefined);
+// Real forms only: the synthetic training pages (synthetic.ts) are not part of any figure.
+const forms = loadDataset((f) => !f.startsWith('synth--') && (!only || f.includes(only)));
 for (const form of forms) {
   let truthN = 0;
   let hitN = 0;

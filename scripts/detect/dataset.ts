@@ -2,7 +2,8 @@
  * The detection data set: every form of ../shared/corpus and ../shared/corpus-train with its
  * widgets and /AcroForm stripped (as ../shared/corpus/README.md says), each page read the way the
  * layout detector reads it (`readPage`: rules, boxes, words, in points of the displayed page), with
- * the page's truth boxes and the form's repository (the unit of cross-validation).
+ * the page's truth boxes and the form's repository (the unit of cross-validation); and the
+ * synthetic training pages of synthetic.ts (set `synth`, training only).
  *
  * Written once to `.cache/detect/pages/<set>--<name>.json` (git-ignored; nothing of ../shared goes
  * into the repository) and reused: a file already there is not read again unless `--force`.
@@ -16,6 +17,7 @@ import { readPage, type PageGraphics, type TextContentItem } from '../../src/det
 import { fontNames } from '../../src/detect/pipeline.js';
 import type { Rect } from '../../src/detect/types.js';
 import { stripWidgets } from '../../bench/corpus.js';
+import { SYNTHETIC_FORMS, syntheticForms } from './synthetic.js';
 
 export const SHARED = path.resolve(import.meta.dirname, '../../../shared');
 export const CACHE = path.resolve(import.meta.dirname, '../../.cache/detect');
@@ -40,8 +42,8 @@ export interface DataPage {
 }
 
 export interface DataForm {
-  /** `corpus` or `train`. */
-  set: 'corpus' | 'train';
+  /** `corpus`, `train`, or `synth` (synthetic.ts: trained on, never scored). */
+  set: 'corpus' | 'train' | 'synth';
   name: string;
   /** The repository the form comes from: forms of one repository are never split across folds. */
   repo: string;
@@ -146,6 +148,15 @@ async function build(force: boolean, only?: string): Promise<void> {
         console.error(`${set}/${name}: skipped: ${(error as Error).message}`);
       }
     }
+  }
+  const synthetic = Array.from({ length: SYNTHETIC_FORMS }, (_, i) => formFile('synth', `synthetic-${String(i).padStart(3, '0')}`));
+  if (!only && (force || synthetic.some((f) => !fs.existsSync(f)))) {
+    for (const form of await syntheticForms()) {
+      const out = formFile(form.set, form.name);
+      fs.writeFileSync(out + '.tmp', JSON.stringify(form));
+      fs.renameSync(out + '.tmp', out);
+    }
+    console.log(`synthetic training pages: ${SYNTHETIC_FORMS} forms`);
   }
   console.log(`data set: ${done} forms read, ${failed} skipped, in ${PAGES_DIR}`);
 }

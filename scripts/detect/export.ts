@@ -69,7 +69,9 @@ export function exportTraining(): void {
       const g = page.graphics;
       const truth = page.truth.map((t) => ({ ...t, cls: CLASSES.indexOf(t.cls) }));
       for (const t of truth) truthRows.push([f, page.pageNumber, t.cls, t.rect.x, t.rect.y, t.rect.width, t.rect.height]);
-      truthCount += truth.length;
+      // Truth count and candidate recall are figures of the real forms, not of synthetic pages.
+      const real = form.set !== 'synth';
+      if (real) truthCount += truth.length;
       const { proposals: props, features: rowsOf } = proposalsOf(g);
       const reached = new Set<number>();
       props.forEach((p, i) => {
@@ -113,7 +115,7 @@ export function exportTraining(): void {
         const t = truth[k]!;
         if (props.some((p) => iou({ x: p.x / g.width, y: p.y / g.height, width: p.w / g.width, height: p.h / g.height }, t.rect) >= MATCH_IOU)) reached.add(k);
       }
-      found += reached.size;
+      if (real) found += reached.size;
     }
   });
   fs.mkdirSync(EXPORT_DIR, { recursive: true });
@@ -134,7 +136,7 @@ export function exportTraining(): void {
   };
   writeAtomic(path.join(EXPORT_DIR, 'header.json'), JSON.stringify(header));
   console.log(
-    `export: ${forms.length} forms, ${proposals} proposals (${positives} at IoU ≥ 0.5 with a truth box), ${truthCount} truth boxes, candidate recall ${(found / Math.max(1, truthCount)).toFixed(3)}, ${Math.round((performance.now() - started) / 1000)} s → ${EXPORT_DIR}`,
+    `export: ${forms.length} forms, ${proposals} proposals (${positives} at IoU ≥ 0.5 with a truth box), ${truthCount} truth boxes of real forms, candidate recall ${(found / Math.max(1, truthCount)).toFixed(3)}, ${Math.round((performance.now() - started) / 1000)} s → ${EXPORT_DIR}`,
   );
 }
 

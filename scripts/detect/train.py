@@ -5,18 +5,22 @@ models (.cache/detect/folds/, git-ignored) that bench/detect.ts scores each form
 
 What it does, deterministically (fixed seeds, 2 threads, no random split):
 1. Folds: whole repositories, k = 5, balanced by truth boxes (largest repositories first, each to
-   the fold with the fewest boxes so far, ties by a hash of the repository's name).
+   the fold with the fewest boxes so far, ties by a hash of the repository's name). The synthetic
+   pages (scripts/detect/synthetic.ts) are in no fold: every model trains on them, and nothing is
+   scored, calibrated or thresholded on them.
 2. For each fold: a gradient-boosted tree model (binary:logistic: is this proposal a field, IoU >= 0.5
    with a truth box) and a class model (multi:softprob: text, checkbox or signature, trained on the
    proposals that are fields), both trained on the other folds only. Their out-of-fold scores are
-   the scores of forms no model saw.
+   the scores of forms no model saw. Before the field model, its training rows are scored blind
+   (each row by a model trained on neither fold k nor the row's own fold: 4 inner models a fold),
+   and the far negatives those models are surest of get weight 0 (`noise_weights`).
 3. Non-maximum suppression on the out-of-fold scores, page by page, as src/detect/model.ts does it;
    a kept box is right when it takes a truth box (IoU >= 0.5) no higher-scored kept box took.
 4. Calibration: an isotonic map from a box's score to the share of such boxes that are right.
    Fold k's map is fitted on the kept boxes of the other folds (never on fold k), and so is its
    acceptance threshold (the calibrated probability that maximises F1 there).
-5. The final model: trained on everything, its calibration and threshold from all out-of-fold
-   boxes.
+5. The final model: trained on everything (its far negatives weighted by the mean of the inner
+   models' blind scores), its calibration and threshold from all out-of-fold boxes.
 
 Run with Debian's python (python3-xgboost, python3-sklearn):
   /usr/bin/python3 scripts/detect/train.py
@@ -43,6 +47,8 @@ FOLDS_DIR = os.path.join(ROOT, ".cache", "detect", "folds")
 MODEL = os.path.join(ROOT, "src", "detect", "model", "layout-model.json")
 
 K = 5
+# The repository of synthetic.ts's pages: training only (fold -1).
+SYNTHETIC_REPO = "synthetic"
 CLASSES = ["text", "checkbox", "signature"]
 # Tree parameters: fixed, usual values for some hundred thousand rows (docs/decisions.md); nothing
 # is tuned on a held-out fold.
@@ -64,6 +70,12 @@ FIELD_PARAMS = {
 FIELD_ROUNDS = 200
 # Proposals far from every truth box are many and easy: one in this many is trained on.
 NEGATIVE_SHARE = 4
+# "Far from every truth box": best IoU under this.
+FAR_IOU = 0.05
+# Of the far negatives, the share that models blind to their repository rate highest: probably
+# printed fields the form's author did not make fillable, trained with weight 0. Chosen among
+# 1-5 % on seeds 7-10 of the cross-validation (bench/README.md), not per fold.
+NOISE_SHARE = 0.03
 CLASS_PARAMS = {
     "objective": "multi:softprob",
     "num_class": len(CLASSES),
@@ -109,10 +121,12 @@ def assign_folds(header, truth):
     forms = header["forms"]
     boxes = {}
     for form in forms:
-        boxes.setdefault(form["repo"], 0)
+        if form["repo"] != SYNTHETIC_REPO:
+            boxes.setdefault(form["repo"], 0)
     form_col = column(header, "form", "truthColumns")
     for f in truth[:, form_col].astype(int):
-        boxes[forms[f]["repo"]] += 1
+        if forms[f]["repo"] != SYNTHETIC_REPO:
+            boxes[forms[f]["repo"]] += 1
     digest = lambda repo: hashlib.sha256(repo.encode()).hexdigest()
     order = sorted(boxes, key=lambda r: (-boxes[r], digest(r)))
     totals = [0] * K
@@ -268,20 +282,55 @@ def export_trees(booster):
 def training_rows(best_iou):
     """
     Rows the field model is trained on, and their weights: every proposal near a truth box (IoU
-    0.05 or more, the hard cases), and one in NEGATIVE_SHARE of the others, weighted up to stand for
-    the rest (by position in the export, so that every run picks the same).
+    FAR_IOU or more, the hard cases), and one in NEGATIVE_SHARE of the others, weighted up to stand
+    for the rest (by position in the export, so that every run picks the same).
     """
-    near = best_iou >= 0.05
+    near = best_iou >= FAR_IOU
     picked = near | (np.arange(len(best_iou)) % NEGATIVE_SHARE == 0)
     weights = np.where(near, 1.0, float(NEGATIVE_SHARE))
     return picked, weights
 
 
-def train_field(X, best_iou):
-    """Is a proposal a field: IoU >= 0.5 with a truth box."""
+def train_field(X, best_iou, noise=None):
+    """Is a proposal a field: IoU >= 0.5 with a truth box. `noise`: per-row weights (noise_weights)."""
     picked, weights = training_rows(best_iou)
+    if noise is not None:
+        weights = weights * noise
     data = xgb.DMatrix(X[picked], label=(best_iou[picked] >= MATCH_IOU).astype(float), weight=weights[picked], nthread=2)
     return xgb.train(FIELD_PARAMS, data, FIELD_ROUNDS)
+
+
+def inner_margins(X, best_iou, row_fold, k):
+    """
+    The rows of every fold but k, each scored by a field model trained on neither fold k nor the
+    row's own fold (NaN for fold k's rows): scores blind to the row's repository that fold k's
+    model may use, since they never saw fold k either.
+    """
+    scores = np.full(len(X), np.nan)
+    for j in range(K):
+        if j == k:
+            continue
+        train = (row_fold != k) & (row_fold != j)
+        model = train_field(X[train], best_iou[train])
+        test = row_fold == j
+        scores[test] = model.predict(xgb.DMatrix(X[test], nthread=2), output_margin=True)
+    return scores
+
+
+def noise_weights(scores, best_iou, rows):
+    """
+    1 for every row, but 0 for the NOISE_SHARE of the far negatives among `rows` that `scores`
+    (blind to their repository; NaN on the synthetic pages, which are left alone) rate highest.
+    Many false boxes lie on forms whose authors made only some of the printed fields fillable;
+    trained as negatives, those rows teach that a well-printed field is often not one
+    (bench/README.md, "Training rows that are probably unlabelled fields").
+    """
+    far = rows & (best_iou < FAR_IOU) & np.isfinite(scores)
+    weights = np.ones(len(scores))
+    if far.any():
+        cut = np.quantile(scores[far], 1 - NOISE_SHARE)
+        weights[far & (scores >= cut)] = 0.0
+    return weights
 
 
 def train_class(X, y):
@@ -323,18 +372,26 @@ def main():
     best_iou = rows[:, column(header, "bestIou")]
     truth_cls = rows[:, column(header, "truthCls")].astype(int)
     fold_of, totals = assign_folds(header, truth)
-    form_fold = np.array([fold_of[f["repo"]] for f in forms])
+    # Fold -1: the synthetic pages, trained on by every model and never scored.
+    form_fold = np.array([fold_of.get(f["repo"], -1) for f in forms])
     row_fold = form_fold[rows[:, form_col].astype(int)]
     truth_fold = form_fold[truth[:, column(header, "form", "truthColumns")].astype(int)]
-    print(f"{len(forms)} forms, {len(fold_of)} repositories, {len(rows)} proposals ({label.sum()} fields), {len(truth)} truth boxes")
+    real_rows = row_fold >= 0
+    real_truth = int((truth_fold >= 0).sum())
+    print(f"{len(forms)} forms ({int((form_fold < 0).sum())} synthetic), {len(fold_of)} repositories, {len(rows)} proposals ({label.sum()} fields), {len(truth)} truth boxes")
     print(f"folds (truth boxes): {totals}")
 
     margins = np.zeros(len(rows))
     class_probs = np.zeros((len(rows), len(CLASSES)))
     fold_models = []
+    inner = np.zeros((K, len(rows)))
+    for k in range(K):
+        inner[k] = inner_margins(X, best_iou, row_fold, k)
+        print(f"fold {k}: training rows scored blind by {K - 1} inner models, {time.time() - started:.0f} s")
     for k in range(K):
         train = row_fold != k
-        field = train_field(X[train], best_iou[train])
+        noise = noise_weights(inner[k], best_iou, train)
+        field = train_field(X[train], best_iou[train], noise[train])
         positive = train & (label == 1)
         classes = train_class(X[positive], truth_cls[positive])
         test = ~train
@@ -352,9 +409,9 @@ def main():
     os.makedirs(FOLDS_DIR, exist_ok=True)
     summary = []
     for k, (field, classes) in enumerate(fold_models):
-        others = kept & (row_fold != k)
+        others = kept & real_rows & (row_fold != k)
         calibration = calibrate(margins[others], right[others])
-        threshold = best_threshold(apply_calibration(calibration, margins[others]), right[others], int((truth_fold != k).sum()))
+        threshold = best_threshold(apply_calibration(calibration, margins[others]), right[others], int(((truth_fold != k) & (truth_fold >= 0)).sum()))
         info = trained_on({i for i in range(K) if i != k})
         write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, calibration, threshold, {"fold": k, "forms": info["forms"]}))
         summary.append(threshold)
@@ -366,17 +423,20 @@ def main():
         with open(os.path.join(FOLDS_DIR, f"fold-{k}.json")) as f:
             table = json.load(f)["calibration"]
         probs[row_fold == k] = apply_calibration(table, margins[row_fold == k])
-    accepted = kept & (probs >= np.array(summary)[row_fold])
+    accepted = kept & real_rows & (probs >= np.array(summary)[row_fold])
     matched = int((accepted & right).sum())
-    print(f"out of fold: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / len(truth):.3f}")
+    print(f"out of fold: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
     # For diagnosis: every proposal's out-of-fold score and outcome.
     np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold)
 
-    # The final model: everything; calibrated and thresholded on all out-of-fold boxes.
-    field = train_field(X, best_iou)
+    # The final model: everything; its rows' blind scores are the mean of the inner models' that
+    # never saw the row's fold; calibrated and thresholded on all out-of-fold boxes.
+    blind = np.full(len(rows), np.nan)  # NaN on the synthetic pages: no inner model scored them
+    blind[real_rows] = np.nanmean(inner[:, real_rows], axis=0)  # inner[k] is NaN on fold k
+    field = train_field(X, best_iou, noise_weights(blind, best_iou, np.ones(len(rows), dtype=bool)))
     classes = train_class(X[label == 1], truth_cls[label == 1])
-    calibration = calibrate(margins[kept], right[kept])
-    threshold = best_threshold(apply_calibration(calibration, margins[kept]), right[kept], len(truth))
+    calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
+    threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
     final = model_json(header, field, classes, calibration, threshold, {"forms": len(forms), "repositories": len(fold_of)})
     write_json(MODEL, final)
     print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")

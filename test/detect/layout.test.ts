@@ -194,7 +194,7 @@ describe('layout detection: fields', () => {
     );
   });
 
-  it('a box with a small label at its top ("Your first name"): the field is below the label, inside the box', { todo: TODO }, async () => {
+  it('a box with a small label at its top ("Your first name"): the field is below the label, inside the box', async () => {
     // The box: x 72..322, displayed y 152..192; the label's baseline at displayed y 162.
     const field = only(
       await fieldsOf([
@@ -324,14 +324,14 @@ describe('layout detection: fields', () => {
     }
   });
 
-  it('"Signé" (French) on a line is a digital signature', { todo: TODO }, async () => {
+  it('"Signé" (French) on a line is a digital signature', async () => {
     const field = only(await fieldsOf([{ draw: (d) => fillIn(d, 'Signé', 700, 150, 350) }]));
     assert.equal(field.label, 'Signé');
     assert.equal(field.type, 'digital_signature');
     assertAboveRule(field, { x1: 150, x2: 350, y: H - 698 });
   });
 
-  it('types from labels: "Date" is date, "Phone" is phone, "Total amount" is number', { todo: TODO }, async () => {
+  it('types from labels: "Date" is date, "Phone" is phone, "Total amount" is number', async () => {
     const cases: Array<[string, DetectedField['type']]> = [
       ['Date', 'date'],
       ['Phone', 'phone'],
@@ -456,7 +456,7 @@ describe('layout detection: fields', () => {
     assertAccountComb(field);
   });
 
-  it('a column of small empty square cells (9 × 11 pt) of a ruled table: each is a check box', { todo: TODO }, async () => {
+  it('a column of small empty square cells (9 × 11 pt) of a ruled table: each is a check box', async () => {
     // Tick column x 72..81, item column 81..140; rows displayed y 192..203, 203..214, 214..225.
     const items = ['Item one', 'Item two', 'Item three'];
     const fields = await fieldsOf([
@@ -481,7 +481,7 @@ describe('layout detection: fields', () => {
     }
   });
 
-  it('a dashed fill-in line (5-pt dashes 3 pt apart) with "Address" on its left is one field, as a solid line', { todo: TODO }, async () => {
+  it('a dashed fill-in line (5-pt dashes 3 pt apart) with "Address" on its left is one field, as a solid line', async () => {
     // 25 dashes from x 150 to 347 at PDF y 698 (displayed 94).
     const field = only(
       await fieldsOf([
@@ -688,7 +688,7 @@ describe('layout detection: pages with form widgets', () => {
     assertAboveRule(second, { x1: 110, x2: 300, y: H - 498 });
   });
 
-  it('a page of vector art (thousands of rules) is not read as a form: no field, and the labelled line beside it is not either', { todo: TODO }, async () => {
+  it('a page of vector art (thousands of rules) is not read as a form: no field, and the labelled line beside it is not either', async () => {
     const fields = await fieldsOf([
       {
         draw: (d) => {
