@@ -10,6 +10,7 @@
  *
  *   node --import tsx scripts/detect/dataset.ts [--force] [--only <substring>]
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
@@ -51,6 +52,8 @@ export interface DataForm {
   language: string;
   producerFamily: string;
   pages: DataPage[];
+  /** Synthetic forms only: a hash of synthetic.ts, so that pages drawn by older code are drawn again. */
+  generator?: string;
 }
 
 interface ManifestEntry {
@@ -149,14 +152,21 @@ async function build(force: boolean, only?: string): Promise<void> {
       }
     }
   }
+  // The synthetic training pages: drawn again when missing, or drawn by another version of
+  // synthetic.ts; files of forms it no longer draws are removed.
+  const generator = createHash('sha256').update(fs.readFileSync(path.join(import.meta.dirname, 'synthetic.ts'))).digest('hex').slice(0, 16);
   const synthetic = Array.from({ length: SYNTHETIC_FORMS }, (_, i) => formFile('synth', `synthetic-${String(i).padStart(3, '0')}`));
-  if (!only && (force || synthetic.some((f) => !fs.existsSync(f)))) {
+  const stale = (file: string) => !fs.existsSync(file) || (JSON.parse(fs.readFileSync(file, 'utf8')) as DataForm).generator !== generator;
+  if (!only && (force || synthetic.some(stale))) {
     for (const form of await syntheticForms()) {
       const out = formFile(form.set, form.name);
-      fs.writeFileSync(out + '.tmp', JSON.stringify(form));
+      fs.writeFileSync(out + '.tmp', JSON.stringify({ ...form, generator }));
       fs.renameSync(out + '.tmp', out);
     }
-    console.log(`synthetic training pages: ${SYNTHETIC_FORMS} forms`);
+    console.log(`synthetic training pages: ${SYNTHETIC_FORMS} forms drawn`);
+  }
+  for (const file of fs.readdirSync(PAGES_DIR)) {
+    if (file.startsWith('synth--') && !synthetic.includes(path.join(PAGES_DIR, file))) fs.rmSync(path.join(PAGES_DIR, file));
   }
   console.log(`data set: ${done} forms read, ${failed} skipped, in ${PAGES_DIR}`);
 }

@@ -63,6 +63,7 @@ export function exportTraining(): void {
   let proposals = 0;
   let positives = 0;
   let truthCount = 0;
+  let truthAll = 0;
   let found = 0;
   forms.forEach((form, f) => {
     for (const page of form.pages) {
@@ -72,6 +73,7 @@ export function exportTraining(): void {
       // Truth count and candidate recall are figures of the real forms, not of synthetic pages.
       const real = form.set !== 'synth';
       if (real) truthCount += truth.length;
+      truthAll += truth.length;
       const { proposals: props, features: rowsOf } = proposalsOf(g);
       const reached = new Set<number>();
       props.forEach((p, i) => {
@@ -131,7 +133,8 @@ export function exportTraining(): void {
     forms: forms.map((f) => ({ set: f.set, name: f.name, repo: f.repo, kind: f.kind, language: f.language, producerFamily: f.producerFamily, pages: f.pages.length })),
     proposals,
     positives,
-    truth: truthCount,
+    truth: truthAll,
+    truthOfRealForms: truthCount,
     candidateRecall: truthCount ? found / truthCount : 0,
   };
   writeAtomic(path.join(EXPORT_DIR, 'header.json'), JSON.stringify(header));

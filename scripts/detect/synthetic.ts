@@ -81,12 +81,12 @@ async function drawForm(rng: Rng): Promise<{ bytes: Uint8Array; truth: TruthBox[
         for (let i = 0; i < n && y > 80; i++) {
           const sign = next() < 0.12;
           const label = (sign ? pick(SIGN) : pick(TEXT)) + colon;
-          text(label, lx, y, s);
           const end = lx + font.widthOfTextAtSize(label, s);
           const x1 = aligned ? Math.max(column, end + 4) : end + between(3, 25);
           const two = !sign && next() < 0.25;
           const x2 = two ? Math.min(x1 + between(80, 180), 330) : Math.min(between(x1 + 90, 560), 560);
-          if (x2 - x1 < 40) continue;
+          if (x2 - x1 < 40) continue; // no room for a line: nothing drawn (never with these ranges)
+          text(label, lx, y, s);
           page.drawLine({ start: { x: x1, y: y - 2 }, end: { x: x2, y: y - 2 }, thickness });
           add(x1, y - 2, x2, s * 1.4, sign ? 'signature' : 'text');
           if (two) {

@@ -73,8 +73,9 @@ NEGATIVE_SHARE = 4
 # "Far from every truth box": best IoU under this.
 FAR_IOU = 0.05
 # Of the far negatives, the share that models blind to their repository rate highest: probably
-# printed fields the form's author did not make fillable, trained with weight 0. Chosen among
-# 1-5 % on seeds 7-10 of the cross-validation (bench/README.md), not per fold.
+# printed fields the form's author did not make fillable, trained with weight 0. Chosen on the
+# out-of-fold F1 (1, 3 and 5 % on seed 7; 2, 3 and 4.5 % on seeds 7-10: bench/README.md), one value
+# for all folds.
 NOISE_SHARE = 0.03
 CLASS_PARAMS = {
     "objective": "multi:softprob",
@@ -402,8 +403,10 @@ def main():
 
     predicted_class = np.argmax(class_probs, axis=1)
     kept, right = page_outcomes(header, rows, truth, margins, predicted_class)
+    synthetic_forms = int((form_fold < 0).sum())
     trained_on = lambda ks: {
         "forms": int(sum(1 for f in form_fold if f in ks)),
+        "syntheticForms": synthetic_forms,
         "repositories": sorted(r for r, k in fold_of.items() if k in ks),
     }
     os.makedirs(FOLDS_DIR, exist_ok=True)
@@ -413,7 +416,7 @@ def main():
         calibration = calibrate(margins[others], right[others])
         threshold = best_threshold(apply_calibration(calibration, margins[others]), right[others], int(((truth_fold != k) & (truth_fold >= 0)).sum()))
         info = trained_on({i for i in range(K) if i != k})
-        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, calibration, threshold, {"fold": k, "forms": info["forms"]}))
+        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, calibration, threshold, {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
         summary.append(threshold)
     write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary})
 
@@ -423,10 +426,13 @@ def main():
         with open(os.path.join(FOLDS_DIR, f"fold-{k}.json")) as f:
             table = json.load(f)["calibration"]
         probs[row_fold == k] = apply_calibration(table, margins[row_fold == k])
-    accepted = kept & real_rows & (probs >= np.array(summary)[row_fold])
+    # Synthetic rows (fold -1) have no threshold: never accepted.
+    thresholds = np.where(real_rows, np.array(summary)[np.maximum(row_fold, 0)], np.inf)
+    accepted = kept & real_rows & (probs >= thresholds)
     matched = int((accepted & right).sum())
     print(f"out of fold: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
     # For diagnosis: every proposal's out-of-fold score and outcome.
+    # (fold -1: synthetic rows, never scored: their margins, kept and right mean nothing.)
     np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold)
 
     # The final model: everything; its rows' blind scores are the mean of the inner models' that
@@ -437,7 +443,7 @@ def main():
     classes = train_class(X[label == 1], truth_cls[label == 1])
     calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
     threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
-    final = model_json(header, field, classes, calibration, threshold, {"forms": len(forms), "repositories": len(fold_of)})
+    final = model_json(header, field, classes, calibration, threshold, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
     write_json(MODEL, final)
     print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")
 

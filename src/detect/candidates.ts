@@ -1151,25 +1151,39 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
 /**
  * The label of a check box: the phrase on its line nearest to it on either side (`☐ Yes`, `Yes ☐`),
  * at most three of the phrase's font sizes away, the one on the right on a tie; null when none.
- * A check box answers with the option word beside it, whichever of the proposals for its box
- * (drawn square, box beside an option word, cell) won the suppression.
+ * A phrase that holds the box itself (box glyphs and option words read as one phrase, `☐ Yes ☐ No`)
+ * gives the words after the box up to the next box glyph. A check box answers with the option
+ * word beside it, whichever of the proposals for its box (drawn square, box beside an option
+ * word, cell) won the suppression.
  */
 export function checkBoxLabelOf(model: PageModel, b: Box): string | null {
   const mid = b.y + b.h / 2;
-  let best: Phrase | null = null;
+  const right = b.x + b.w;
+  let best: string | null = null;
   let bestGap = Infinity;
-  for (const ph of model.phraseGrid.query(b.x - 60, mid - 2, b.x + b.w + 60, mid + 2)) {
+  for (const ph of model.phraseGrid.query(b.x - 100, mid - 2, right + 100, mid + 2)) {
     if (mid < ph.y - 2 || mid > ph.y + ph.h + 2) continue;
-    const right = ph.x - (b.x + b.w);
-    const left = b.x - (ph.x + ph.w);
-    // On the right strictly better by a hair, so that a tie goes to the right.
-    const gap = right >= -1 ? right - 0.01 : left >= -1 ? left : Infinity;
+    let str = ph.str;
+    let gap: number;
+    if (ph.x - right >= -1) gap = ph.x - right - 0.01; // on the right: wins a tie
+    else if (b.x - (ph.x + ph.w) >= -1) gap = b.x - (ph.x + ph.w);
+    else {
+      const after: Word[] = [];
+      for (const w of ph.words) {
+        if (w.x < right - 1) continue;
+        if (isCheckGlyph(w.str)) break;
+        after.push(w);
+      }
+      if (!after.length) continue;
+      str = after.map((w) => w.str).join(' ');
+      gap = after[0]!.x - right - 0.01;
+    }
     if (gap <= ph.size * 3 && gap < bestGap) {
-      best = ph;
+      best = str;
       bestGap = gap;
     }
   }
-  return best ? best.str : null;
+  return best;
 }
 
 /** The label of a proposal: the phrase nearest on its left on its line, else just above it. */

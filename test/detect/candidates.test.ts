@@ -138,6 +138,25 @@ describe('candidate proposals', () => {
     assert.equal(checkBoxLabelOf(model, at(400, 620)), null);
   });
 
+  it('check-box glyphs between option words ("☐ Yes ☐ No"): each glyph takes the word after it', () => {
+    const word = (str: string, x: number, w: number) => ({ str, x, y: 100, w, h: 10, size: 10 });
+    const page: PageGraphics = {
+      width: 612,
+      height: 792,
+      horizontal: [],
+      vertical: [],
+      shapes: [],
+      words: [word('☐', 100, 8), word('Yes', 111, 16), word('☐', 131, 8), word('No', 142, 12)],
+    };
+    const model = new PageModel(page);
+    assert.equal(checkBoxLabelOf(model, { x: 100, y: 100, w: 8, h: 10 }), 'Yes');
+    assert.equal(checkBoxLabelOf(model, { x: 131, y: 100, w: 8, h: 10 }), 'No');
+    // A small box inside a phrase ("Yes ▫ No" read as one phrase): the words after the box.
+    const tight = new PageModel({ ...page, words: [word('Yes', 111, 16), word('No', 133, 12)] });
+    assert.deepEqual(tight.phrases.map((ph) => ph.str), ['Yes No']);
+    assert.equal(checkBoxLabelOf(tight, { x: 128, y: 102, w: 4, h: 4 }), 'No');
+  });
+
   it('several labels along one ruled cell ("City", "State", "ZIP"): a proposal after each label', async () => {
     const ends = await Promise.all(['City', 'State', 'ZIP'].map((t) => advanceOf(t, 9)));
     const page = await pageOf((d) => {

@@ -95,6 +95,8 @@ describe('the committed model on generated pages', () => {
     assert.ok(yes, show(result.fields));
     assert.equal(yes.label, 'Yes');
     assert.ok(yes.confidence >= 0.6, `confidence ${yes.confidence}: ${show([yes])}`);
+    // The second box takes the word after it, not the "Yes" on its left.
+    assert.equal(at(300)?.label, 'No', show(boxes));
     for (const box of boxes) assert.ok(box === yes || box === at(300), `a check box where none is drawn: ${show([box])}`);
   });
 
