@@ -13,12 +13,11 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { readPage, type PageGraphics, type TextContentItem } from '../../src/detect/layout-page.js';
-import { fontNames } from '../../src/detect/pipeline.js';
+import type { PageGraphics } from '../../src/detect/layout-page.js';
 import type { Rect } from '../../src/detect/types.js';
 import { stripWidgets } from '../../bench/corpus.js';
-import { SYNTHETIC_FORMS, syntheticForms } from './synthetic.js';
+import { readForm } from './read-form.js';
+import { SYNTHETIC_FORMS, syntheticForms, syntheticName } from './synthetic.js';
 
 export const SHARED = path.resolve(import.meta.dirname, '../../../shared');
 export const CACHE = path.resolve(import.meta.dirname, '../../.cache/detect');
@@ -85,25 +84,6 @@ export function loadDataset(filter?: (file: string) => boolean): DataForm[] {
     .map((f) => JSON.parse(fs.readFileSync(path.join(PAGES_DIR, f), 'utf8')) as DataForm);
 }
 
-async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
-  const doc = await getDocument({ data: bytes, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
-  try {
-    const out: PageGraphics[] = [];
-    for (let p = 1; p <= doc.numPages; p++) {
-      const page = await doc.getPage(p);
-      const viewport = page.getViewport({ scale: 1 });
-      const content = await page.getTextContent();
-      const items = content.items.filter((i) => 'str' in i) as unknown as TextContentItem[];
-      const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-      out.push(readPage(viewport, operators, items, fontNames(page)));
-      page.cleanup();
-    }
-    return out;
-  } finally {
-    await doc.destroy();
-  }
-}
-
 async function build(force: boolean, only?: string): Promise<void> {
   fs.mkdirSync(PAGES_DIR, { recursive: true });
   const sets: Array<[DataForm['set'], string]> = [
@@ -155,7 +135,7 @@ async function build(force: boolean, only?: string): Promise<void> {
   // The synthetic training pages: drawn again when missing, or drawn by another version of
   // synthetic.ts; files of forms it no longer draws are removed.
   const generator = createHash('sha256').update(fs.readFileSync(path.join(import.meta.dirname, 'synthetic.ts'))).digest('hex').slice(0, 16);
-  const synthetic = Array.from({ length: SYNTHETIC_FORMS }, (_, i) => formFile('synth', `synthetic-${String(i).padStart(3, '0')}`));
+  const synthetic = Array.from({ length: SYNTHETIC_FORMS }, (_, i) => formFile('synth', syntheticName(i)));
   const stale = (file: string) => !fs.existsSync(file) || (JSON.parse(fs.readFileSync(file, 'utf8')) as DataForm).generator !== generator;
   if (!only && (force || synthetic.some(stale))) {
     for (const form of await syntheticForms()) {

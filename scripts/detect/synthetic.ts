@@ -14,15 +14,15 @@
  * Deterministic: a seeded generator (mulberry32) gives the same pages on every run. Nothing here
  * copies a test's page: sizes, words, positions and layouts are drawn at random.
  */
-import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { PDFDocument, rgb, StandardFonts } from '@cantoo/pdf-lib';
-import { readPage, type TextContentItem } from '../../src/detect/layout-page.js';
-import { fontNames } from '../../src/detect/pipeline.js';
-import type { DataForm, DataPage, TruthBox } from './dataset.js';
+import type { DataForm, TruthBox } from './dataset.js';
+import { readForm } from './read-form.js';
 
 /** The repository name of the synthetic forms (never a fold: see train.py). */
 export const SYNTHETIC_REPO = 'synthetic';
 export const SYNTHETIC_FORMS = 80;
+/** The name of the i-th synthetic form (its data-set file is `synth--<name>.json`). */
+export const syntheticName = (i: number) => `synthetic-${String(i).padStart(3, '0')}`;
 const SEED = 1;
 
 const TEXT = ['Name', 'Full name', 'First name', 'Last name', 'Address', 'Street', 'City', 'State', 'ZIP code', 'Postcode', 'Country', 'Phone', 'Telephone', 'Mobile', 'Email', 'E-mail address', 'Date', 'Date of birth', 'Company', 'Employer', 'Occupation', 'Position', 'Title', 'Department', 'Nationality', 'Amount', 'Total amount', 'Account number', 'Reference', 'Member number', 'Place', 'Comments', 'Vorname', 'Nachname', 'Straße', 'Ort', 'PLZ', 'Telefon', 'Datum', 'Geburtsdatum', 'Nom', 'Prénom', 'Adresse', 'Ville', 'Téléphone', 'Date de naissance', 'Nombre', 'Apellidos', 'Dirección', 'Teléfono', 'Fecha', 'Correo', 'Imię', 'Nazwisko', 'Adres', 'Nome', 'Cognome', 'Indirizzo'];
@@ -165,27 +165,14 @@ async function drawForm(rng: Rng): Promise<{ bytes: Uint8Array; truth: TruthBox[
   return { bytes: await doc.save(), truth };
 }
 
-/** The synthetic forms, read as dataset.ts reads a real one (`readPage` on each page). */
+/** The synthetic forms, read as dataset.ts reads a real one (read-form.ts). */
 export async function syntheticForms(count = SYNTHETIC_FORMS, seed = SEED): Promise<DataForm[]> {
   const rng = generator(seed);
   const forms: DataForm[] = [];
   for (let f = 0; f < count; f++) {
     const { bytes, truth } = await drawForm(rng);
-    const doc = await getDocument({ data: bytes, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
-    try {
-      const pages: DataPage[] = [];
-      for (let p = 1; p <= doc.numPages; p++) {
-        const page = await doc.getPage(p);
-        const viewport = page.getViewport({ scale: 1 });
-        const items = (await page.getTextContent()).items.filter((i) => 'str' in i) as unknown as TextContentItem[];
-        const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-        pages.push({ pageNumber: p, graphics: readPage(viewport, operators, items, fontNames(page)), truth: truth[p - 1]! });
-        page.cleanup();
-      }
-      forms.push({ set: 'synth', name: `synthetic-${String(f).padStart(3, '0')}`, repo: SYNTHETIC_REPO, kind: 'synthetic', language: 'multi', producerFamily: 'pdf-lib', pages });
-    } finally {
-      await doc.destroy();
-    }
+    const pages = (await readForm(bytes)).map((graphics, i) => ({ pageNumber: i + 1, graphics, truth: truth[i]! }));
+    forms.push({ set: 'synth', name: syntheticName(f), repo: SYNTHETIC_REPO, kind: 'synthetic', language: 'multi', producerFamily: 'pdf-lib', pages });
   }
   return forms;
 }
