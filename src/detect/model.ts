@@ -52,6 +52,18 @@ export interface LayoutModel {
   threshold: number;
   /** A box is suppressed by an accepted one when their IoU is at least `iou`, or when at least `contain` of it lies inside an accepted box of its class. */
   nms: { iou: number; contain: number };
+  /**
+   * The early cut (`margins`), when the model has one: a proposal whose margin after the first
+   * `after` field trees is under `margin` is walked no further and is no field. train.py sets it
+   * under the partial margin of every box that reached the threshold, out of fold and on the
+   * model's own training rows.
+   */
+  cut?: EarlyCut;
+}
+
+export interface EarlyCut {
+  after: number;
+  margin: number;
 }
 
 const fail = (what: string): never => {
@@ -103,7 +115,15 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   if (typeof threshold !== 'number' || !(threshold > 0 && threshold <= 1)) return fail('threshold must be in (0, 1]');
   const nms = m.nms as { iou?: unknown; contain?: unknown } | undefined;
   if (!nms || typeof nms.iou !== 'number' || typeof nms.contain !== 'number' || !(nms.iou > 0 && nms.iou <= 1) || !(nms.contain > 0 && nms.contain <= 1)) return fail('nms needs iou and contain in (0, 1]');
-  return { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain } };
+  const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain } };
+  if (m.cut !== undefined) {
+    const cut = m.cut as Partial<EarlyCut> | null;
+    if (!cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin)) {
+      return fail('cut needs after (a whole number of trees, at least 1 and fewer than the field trees) and a finite margin');
+    }
+    parsed.cut = { after: cut.after!, margin: cut.margin };
+  }
+  return parsed;
 }
 
 /** The sum of one tree's leaf for a feature row (in single precision, as XGBoost reads it). */
@@ -133,9 +153,13 @@ export function margin(set: TreeSet, row: ArrayLike<number>): number {
  */
 interface CompleteTrees {
   depth: number;
-  /** Per tree, `2^depth - 1` split nodes: the feature (an index into a row) and the threshold. */
+  /**
+   * Per tree, `2^depth - 1` split nodes: the feature (an index into a row) and the threshold. A
+   * model's thresholds are single-precision numbers (`parseTree`) and are held as such, in half
+   * the memory the walks read; a set with another threshold (made by hand) keeps them in double.
+   */
   feature: Int32Array;
-  threshold: Float64Array;
+  threshold: Float32Array | Float64Array;
   /** Per tree, `2^depth` leaf values (as the model gives them, in double precision). */
   leaf: Float64Array;
   /** Some split sends a missing value left (`d`): rows with a NaN take the plain walk. */
@@ -160,7 +184,8 @@ function completeTrees(set: TreeSet): CompleteTrees | null {
     const inner = (1 << depth) - 1;
     const leaves = 1 << depth;
     const feature = new Int32Array(set.trees.length * inner);
-    const threshold = new Float64Array(set.trees.length * inner);
+    const single = set.trees.every((t) => t.f.every((f, n) => f < 0 || Math.fround(t.v[n]!) === t.v[n]));
+    const threshold = single ? new Float32Array(set.trees.length * inner) : new Float64Array(set.trees.length * inner);
     const leaf = new Float64Array(set.trees.length * leaves);
     let missingLeft = false;
     set.trees.forEach((tree, k) => {
@@ -196,9 +221,27 @@ const BLOCK = 64;
  * numbers as `margin` row by row (the base, then each tree's leaf added in the trees' order), and
  * about 4 times faster on many rows: each tree is walked for all the rows in turn, 8 rows at a
  * time, in its complete form.
+ *
+ * With a `cut` (the model's early cut), the first `cut.after` trees are walked for every row, and
+ * the others only for the rows whose margin so far is at least `cut.margin`; a row cut there gets
+ * -Infinity (no probability reaches a threshold from it). The other rows' margins are the same
+ * numbers as without a cut.
  */
-export function margins(set: TreeSet, rows: Float32Array, count: number, width: number): Float64Array {
-  return sumLeaves(set, rows, count, width, null, 1);
+export function margins(set: TreeSet, rows: Float32Array, count: number, width: number, cut?: EarlyCut): Float64Array {
+  if (!cut || cut.after >= set.trees.length) return sumLeaves(set, rows, count, width, null, 1);
+  const out = sumLeaves(set, rows, count, width, null, 1, 0, cut.after);
+  const going: number[] = [];
+  for (let i = 0; i < count; i++) {
+    if (out[i]! >= cut.margin) going.push(i);
+    else out[i] = -Infinity;
+  }
+  if (!going.length) return out;
+  // The rows that go on, together, through the other trees (each sum carried on in the trees' order).
+  const rest = new Float32Array(going.length * width);
+  going.forEach((i, k) => rest.set(rows.subarray(i * width, (i + 1) * width), k * width));
+  const sums = sumLeaves(set, rest, going.length, width, null, 1, cut.after, set.trees.length, Float64Array.from(going, (i) => out[i]!));
+  going.forEach((i, k) => (out[i] = sums[k]!));
+  return out;
 }
 
 /**
@@ -211,16 +254,17 @@ export function classMargins(model: Pick<LayoutModel, 'class'>, rows: Float32Arr
 
 /**
  * Per row, `sums` sums: the base, plus each tree's leaf added to the sum `group[tree]` (to sum 0
- * without groups), the trees in order.
+ * without groups), the trees in order. Only trees `from` to `to` (excluded) when given, added to
+ * `initial` (the sums so far) when given.
  */
-function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: number, group: readonly number[] | null, sums: number): Float64Array {
-  const out = new Float64Array(count * sums).fill(set.baseMargin);
+function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: number, group: readonly number[] | null, sums: number, from = 0, to = set.trees.length, initial?: Float64Array): Float64Array {
+  const out = initial ?? new Float64Array(count * sums).fill(set.baseMargin);
   const trees = completeTrees(set);
   // A NaN goes right in the complete form's steps: where a split wants it left, walk node by node.
   if (!trees || (trees.missingLeft && rows.subarray(0, count * width).some(Number.isNaN))) {
     for (let i = 0; i < count; i++) {
       const row = rows.subarray(i * width, (i + 1) * width);
-      set.trees.forEach((tree, k) => (out[i * sums + (group ? group[k]! : 0)]! += treeValue(tree, row)));
+      for (let k = from; k < to; k++) out[i * sums + (group ? group[k]! : 0)]! += treeValue(set.trees[k]!, row);
     }
     return out;
   }
@@ -230,7 +274,7 @@ function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: numbe
   for (let start = 0; start < count; start += BLOCK) {
     const end = Math.min(count, start + BLOCK);
     const bulk = end - ((end - start) % LANES);
-    for (let k = 0; k < set.trees.length; k++) {
+    for (let k = from; k < to; k++) {
       const f0 = k * inner;
       // Leaves are numbered on from the split nodes: node n's leaf is leaf[l0 + n].
       const l0 = k * (inner + 1) - inner;
@@ -346,27 +390,39 @@ function fieldType(cls: FieldClass, p: Proposal, lineHeight: number): FieldType 
  * (`PageModel`) for both.
  */
 export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; features: Float32Array[]; matrix: Float32Array; read: PageModel } {
+  const { proposals, matrix, read } = proposalMatrix(page);
+  return { proposals, features: featureRows(matrix, proposals.length), matrix, read };
+}
+
+/** `proposalsOf` without a view a row: what detection reads. */
+function proposalMatrix(page: PageGraphics): { proposals: Proposal[]; matrix: Float32Array; read: PageModel } {
   const read = new PageModel(page);
   const proposals = proposeWith(read);
-  const matrix = featureMatrix(read, proposals);
-  return { proposals, features: featureRows(matrix, proposals.length), matrix, read };
+  return { proposals, matrix: featureMatrix(read, proposals), read };
 }
 
 /** The layout fields of one page: proposals scored, calibrated, suppressed and thresholded. */
 export function detectLayout(page: PageGraphics, pageNumber: number, model: LayoutModel = defaultModel()): DetectedField[] {
-  const { proposals, features, matrix, read } = proposalsOf(page);
+  const { proposals, matrix, read } = proposalMatrix(page);
   const width = model.features.length;
-  const fieldMargins = margins(model.field, matrix, proposals.length, width);
-  const probabilities = Array.from(fieldMargins, (m) => calibrate(model, m));
-  // The classes of the boxes that may be accepted (at or above the threshold), scored together.
-  const likely = [...probabilities.keys()].filter((i) => probabilities[i]! >= model.threshold);
+  const rowOf = (i: number) => matrix.subarray(i * width, (i + 1) * width);
+  const fieldMargins = margins(model.field, matrix, proposals.length, width, model.cut);
+  // Only the boxes at or above the threshold can be accepted. The calibration never decreases, so
+  // they are the first boxes in the order of their margins: nothing else is sorted or classed.
+  const likely: number[] = [];
+  const probabilities = new Float64Array(proposals.length);
+  for (let i = 0; i < proposals.length; i++) {
+    probabilities[i] = calibrate(model, fieldMargins[i]!);
+    // (A row stopped by the early cut, at -Infinity, is never one.)
+    if (probabilities[i]! >= model.threshold && fieldMargins[i]! > -Infinity) likely.push(i);
+  }
+  // Their classes, scored together.
   const likelyRows = new Float32Array(likely.length * width);
-  likely.forEach((i, k) => likelyRows.set(features[i]!, k * width));
+  likely.forEach((i, k) => likelyRows.set(rowOf(i), k * width));
   const likelyMargins = classMargins(model, likelyRows, likely.length, width);
-  const classes = new Map(likely.map((i, k) => [i, bestClass(likelyMargins, k * CLASSES.length)]));
-  const scored = proposals.map((proposal, i) => {
-    const m = fieldMargins[i]!;
-    return { proposal, margin: m, probability: probabilities[i]!, index: i, box: proposal, cls: () => classes.get(i) ?? classOf(model, features[i]!) };
+  const scored = likely.map((i, k) => {
+    const cls = bestClass(likelyMargins, k * CLASSES.length);
+    return { proposal: proposals[i]!, margin: fieldMargins[i]!, probability: probabilities[i]!, index: i, box: proposals[i]!, cls: () => cls };
   });
   // Best first; equal margins in proposal order, so that a page always gives the same fields.
   scored.sort((a, b) => b.margin - a.margin || a.index - b.index);

@@ -182,6 +182,44 @@ describe('the tree evaluator', () => {
     }
   });
 
+  it('with an early cut: the rows whose margin after the first trees reaches the cut get the margins they get without it, bit for bit; the others -Infinity', () => {
+    let seed = 777;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const model = defaultModel();
+    const width = model.features.length;
+    const count = 203;
+    const rows = new Float32Array(count * width);
+    for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.2 ? -1 : random() * 5;
+    const after = 50;
+    const first = { baseMargin: model.field.baseMargin, trees: model.field.trees.slice(0, after) };
+    const partials = Array.from({ length: count }, (_, i) => margin(first, rows.subarray(i * width, (i + 1) * width)));
+    // A cut in the middle of these rows' partial margins, so that some go on and some stop.
+    const cutMargin = [...partials].sort((a, b) => a - b)[Math.floor(count / 2)]!;
+    const full = margins(model.field, rows, count, width);
+    const cut = margins(model.field, rows, count, width, { after, margin: cutMargin });
+    let stopped = 0;
+    for (let i = 0; i < count; i++) {
+      if (partials[i]! >= cutMargin) assert.equal(cut[i], full[i], `row ${i} goes on`);
+      else {
+        assert.equal(cut[i], -Infinity, `row ${i} stops`);
+        stopped++;
+      }
+    }
+    assert.ok(stopped > 50 && stopped < count - 50, `${stopped} of ${count} rows stopped`);
+  });
+
+  it('the committed model has an early cut after some of its trees; a model with a cut that is not one is refused', () => {
+    const model = defaultModel();
+    assert.ok(model.cut && model.cut.after >= 1 && model.cut.after < model.field.trees.length && Number.isFinite(model.cut.margin));
+    const json = committed();
+    const trees = (json.field as { trees: unknown[] }).trees.length;
+    for (const cut of [{ after: 0, margin: -3 }, { after: trees, margin: -3 }, { after: 2.5, margin: -3 }, { after: 50, margin: null }, { after: 50 }, null]) {
+      assert.throws(() => parseModel({ ...json, cut }), /cut needs/, JSON.stringify(cut));
+    }
+    const { cut: _, ...without } = json;
+    assert.equal(parseModel(without).cut, undefined);
+  });
+
   it('refuses a tree whose children do not come after their node (a walk that could loop)', () => {
     const json = committed();
     const field = json.field as { baseMargin: number; trees: Tree[] };
