@@ -350,13 +350,18 @@ def train_class(X, y):
 def early_cut(field, X, own, calibration, threshold, blind_partial):
     """
     A model's cut (CUT_AFTER): CUT_SAFETY under the lowest margin after CUT_AFTER trees of a box
-    reaching `threshold`, among its training rows `own` (scored by itself) and the out-of-fold
-    boxes `blind_partial` (partial margins of boxes that reached their threshold, scored blind).
+    reaching `threshold`, among its training rows `own` (scored by itself) and `blind_partial`:
+    the partial margins of the out-of-fold boxes that reached their fold's threshold, each scored
+    by its own fold's model (for fold k's model, the other folds' boxes; for the final model, all
+    of them: the fold models stand in for it on rows it was trained on).
     """
     data = xgb.DMatrix(X[own], nthread=2)
     reach = apply_calibration(calibration, field.predict(data, output_margin=True)) >= threshold
     mine = field.predict(data, output_margin=True, iteration_range=(0, CUT_AFTER))[reach]
-    return float(min(mine.min(initial=np.inf), blind_partial.min(initial=np.inf))) - CUT_SAFETY
+    lowest = float(min(mine.min(initial=np.inf), blind_partial.min(initial=np.inf)))
+    if not np.isfinite(lowest):
+        sys.exit("train.py: no box reaches the threshold, so the early cut has nothing to stay under")
+    return lowest - CUT_SAFETY
 
 
 def model_json(header, field, classes, calibration, threshold, cut, trained_on):
@@ -420,9 +425,10 @@ def main():
         positive = train & (label == 1)
         classes = train_class(X[positive], truth_cls[positive])
         test = ~train
-        margins[test] = field.predict(xgb.DMatrix(X[test], nthread=2), output_margin=True)
-        partial[test] = field.predict(xgb.DMatrix(X[test], nthread=2), output_margin=True, iteration_range=(0, CUT_AFTER))
-        class_probs[test] = classes.predict(xgb.DMatrix(X[test], nthread=2))
+        held_out = xgb.DMatrix(X[test], nthread=2)
+        margins[test] = field.predict(held_out, output_margin=True)
+        partial[test] = field.predict(held_out, output_margin=True, iteration_range=(0, CUT_AFTER))
+        class_probs[test] = classes.predict(held_out)
         fold_models.append((field, classes))
         print(f"fold {k}: trained on {int(train.sum())} proposals, {time.time() - started:.0f} s")
 

@@ -184,8 +184,8 @@ function completeTrees(set: TreeSet): CompleteTrees | null {
     const inner = (1 << depth) - 1;
     const leaves = 1 << depth;
     const feature = new Int32Array(set.trees.length * inner);
-    const single = set.trees.every((t) => t.f.every((f, n) => f < 0 || Math.fround(t.v[n]!) === t.v[n]));
-    const threshold = single ? new Float32Array(set.trees.length * inner) : new Float64Array(set.trees.length * inner);
+    const float32Thresholds = set.trees.every((t) => t.f.every((f, n) => f < 0 || Math.fround(t.v[n]!) === t.v[n]));
+    const threshold = float32Thresholds ? new Float32Array(set.trees.length * inner) : new Float64Array(set.trees.length * inner);
     const leaf = new Float64Array(set.trees.length * leaves);
     let missingLeft = false;
     set.trees.forEach((tree, k) => {
@@ -224,10 +224,12 @@ const BLOCK = 64;
  *
  * With a `cut` (the model's early cut), the first `cut.after` trees are walked for every row, and
  * the others only for the rows whose margin so far is at least `cut.margin`; a row cut there gets
- * -Infinity (no probability reaches a threshold from it). The other rows' margins are the same
- * numbers as without a cut.
+ * -Infinity (which `detectLayout` never accepts). The other rows' margins are the same numbers as
+ * without a cut. A cut at or after the last tree is no cut; `cut.after` must be a whole number of
+ * at least 1.
  */
 export function margins(set: TreeSet, rows: Float32Array, count: number, width: number, cut?: EarlyCut): Float64Array {
+  if (cut && !(Number.isInteger(cut.after) && cut.after >= 1)) throw new Error(`layout model: an early cut after ${cut.after} trees`);
   if (!cut || cut.after >= set.trees.length) return sumLeaves(set, rows, count, width, null, 1);
   const out = sumLeaves(set, rows, count, width, null, 1, 0, cut.after);
   const going: number[] = [];
@@ -239,8 +241,8 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
   // The rows that go on, together, through the other trees (each sum carried on in the trees' order).
   const rest = new Float32Array(going.length * width);
   going.forEach((i, k) => rest.set(rows.subarray(i * width, (i + 1) * width), k * width));
-  const sums = sumLeaves(set, rest, going.length, width, null, 1, cut.after, set.trees.length, Float64Array.from(going, (i) => out[i]!));
-  going.forEach((i, k) => (out[i] = sums[k]!));
+  const finished = sumLeaves(set, rest, going.length, width, null, 1, cut.after, set.trees.length, Float64Array.from(going, (i) => out[i]!));
+  going.forEach((i, k) => (out[i] = finished[k]!));
   return out;
 }
 
@@ -394,7 +396,7 @@ export function proposalsOf(page: PageGraphics): { proposals: Proposal[]; featur
   return { proposals, features: featureRows(matrix, proposals.length), matrix, read };
 }
 
-/** `proposalsOf` without a view a row: what detection reads. */
+/** `proposalsOf` without a view per row: what detection reads. */
 function proposalMatrix(page: PageGraphics): { proposals: Proposal[]; matrix: Float32Array; read: PageModel } {
   const read = new PageModel(page);
   const proposals = proposeWith(read);

@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { FEATURE_NAMES } from '../../src/detect/features.js';
-import { calibrate, classMargins, classOf, defaultModel, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
+import { calibrate, classMargins, classOf, defaultModel, detectLayout, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
 import { iou } from '../../src/detect/geometry.js';
 import { detect, drawPdf, points, show } from '../helpers/layout-pdf.js';
+import { graphicsOf } from '../helpers/page-graphics.js';
 
 const committed = () => JSON.parse(fs.readFileSync(modelPath(), 'utf8')) as Record<string, unknown>;
 
@@ -206,6 +207,29 @@ describe('the tree evaluator', () => {
       }
     }
     assert.ok(stopped > 50 && stopped < count - 50, `${stopped} of ${count} rows stopped`);
+    // Hand-made trees with missing values (walked node by node): the same rule.
+    const stump: Tree = { f: [1, -1, -1], v: [2, -1, 1], l: [1, -1, -1], r: [2, -1, -1], d: [1, 0, 0] };
+    const set = { baseMargin: 0, trees: [tree, stump, tree, stump] };
+    const small = Float32Array.from([0, 0, NaN, 0, 7, 9, 0, NaN]);
+    const whole = margins(set, small, 4, 2);
+    const early = margins(set, small, 4, 2, { after: 2, margin: 0 });
+    for (let i = 0; i < 4; i++) {
+      const partial = margin({ baseMargin: 0, trees: [tree, stump] }, small.subarray(2 * i, 2 * i + 2));
+      assert.equal(early[i], partial >= 0 ? whole[i] : -Infinity, `hand-made row ${i}`);
+    }
+    assert.ok(early.some((m) => m === -Infinity) && early.some((m) => m > -Infinity));
+    assert.throws(() => margins(set, small, 4, 2, { after: 1.5, margin: 0 }), /early cut/);
+    assert.deepEqual(margins(set, small, 4, 2, { after: 4, margin: 1e9 }), whole, 'a cut at the last tree is no cut');
+  });
+
+  it('detectLayout uses the cut: the committed model finds the same fields with and without it; a cut above every margin leaves no field', async () => {
+    const page = await graphicsOf(await membershipForm());
+    const model = defaultModel();
+    const { cut: _, ...uncut } = model;
+    const fields = detectLayout(page, 1, model);
+    assert.ok(fields.length >= LINES.length, show(fields));
+    assert.deepEqual(fields, detectLayout(page, 1, uncut));
+    assert.deepEqual(detectLayout(page, 1, { ...model, cut: { after: 50, margin: 1e9 } }), []);
   });
 
   it('the committed model has an early cut after some of its trees; a model with a cut that is not one is refused', () => {
