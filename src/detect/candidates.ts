@@ -97,7 +97,7 @@ export interface Proposal {
 
 /** More words than this: a page of running text or a hostile page; only the rule detector's candidates. */
 export const MAX_WORDS = 6000;
-/** More rules than this (merged): a drawing. */
+/** More rules than this (merged, or drawn before dashes are joined): a drawing. */
 export const MAX_RULES = 3000;
 /** More drawn boxes than this: a drawing too. */
 export const MAX_SHAPES = 6000;
@@ -358,7 +358,12 @@ export class PageModel {
     const vBars = bars.filter((s) => s.w <= 8 && s.h >= 3 * s.w).map((s) => ({ a: s.y, b: s.y + s.h, at: s.x + s.w / 2, width: s.w }));
     const horizontal = mergeSegments([...page.horizontal, ...hBars].filter((s) => Number.isFinite(s.a + s.b + s.at + s.width))).filter((s) => s.b - s.a >= 3);
     const vertical = mergeSegments([...page.vertical, ...vBars].filter((s) => Number.isFinite(s.a + s.b + s.at + s.width))).filter((s) => s.b - s.a >= 3);
-    this.overloaded = words.length > MAX_WORDS || horizontal.length > MAX_RULES || vertical.length > MAX_RULES || page.shapes.length > MAX_SHAPES;
+    // Rules are also counted as drawn, before dashes are joined (as the rule detector counts them):
+    // thousands of short strokes are a drawing (hatching merges into a few long rules).
+    const strokes = (segments: readonly Segment[]) =>
+      segments.length > MAX_RULES && mergeSegments(segments.filter((s) => Number.isFinite(s.a + s.b + s.at + s.width)), 1.2, false).filter((s) => s.b - s.a >= 3).length > MAX_RULES;
+    this.overloaded =
+      words.length > MAX_WORDS || horizontal.length > MAX_RULES || vertical.length > MAX_RULES || page.shapes.length > MAX_SHAPES || strokes(page.horizontal) || strokes(page.vertical);
     this.words = this.overloaded ? [] : words;
     this.horizontal = this.overloaded ? [] : horizontal;
     this.vertical = this.overloaded ? [] : vertical;

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { checkBoxLabelOf, iouBox, MAX_PROPOSALS, PageModel, PROPOSAL_KINDS, proposeCandidates, type Proposal, type ProposalKind } from '../../src/detect/candidates.js';
 import { FEATURE_NAMES, proposalFeatures } from '../../src/detect/features.js';
+import { mergeSegments } from '../../src/detect/layout.js';
 import type { Box, PageGraphics } from '../../src/detect/layout-page.js';
 import { drawPdf, drawUnicode, type Draw } from '../helpers/layout-pdf.js';
 import { graphicsOf } from '../helpers/page-graphics.js';
@@ -98,6 +99,24 @@ describe('candidate proposals', () => {
       const p = bestMatch(proposals, { x: 299, y: top - 20, w: 241, h: 20 }, 0.6, ['under-caption']);
       assert.match(p.label, /Date of death/);
     }
+  });
+
+  it('thousands of short strokes (hatching) are a drawing: nothing is proposed on the page, though its strokes join into a few long rules', async () => {
+    const hatch = (d: Draw, strokes: number) => {
+      d.text('Name', 72, 700, 10);
+      d.rule(150, 350, 698, 0.75);
+      // Strokes 3 pt long, 2 pt apart, 90 to a row 8 pt apart: each row joins into one rule.
+      for (let i = 0; i < strokes; i++) d.rule(72 + (i % 90) * 5, 75 + (i % 90) * 5, 100 + Math.floor(i / 90) * 8, 0.3);
+    };
+    const art = await pageOf((d) => hatch(d, 4500));
+    assert.ok(art.horizontal.length > 4500);
+    const joined = mergeSegments(art.horizontal).length;
+    assert.ok(joined < 100, `the strokes join: ${joined} rules`);
+    assert.equal(new PageModel(art).overloaded, true);
+    assert.deepEqual(proposeCandidates(art), []);
+    // A few rows of strokes are no drawing: the labelled line is proposed.
+    const few = proposeCandidates(await pageOf((d) => hatch(d, 900)));
+    bestMatch(few, { x: 150, y: H - 698 - 14, w: 200, h: 14 }, 0.5, ['line']);
   });
 
   it('"Yes" and "No" with nothing drawn: a check box proposal just left of each word, about the size of the text', async () => {
