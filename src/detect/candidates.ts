@@ -21,7 +21,7 @@
  * own bounds), at most MAX_RAW proposals are made and MAX_PROPOSALS returned, and every
  * neighbour lookup goes through a grid index.
  */
-import { pageCandidates, mergeSegments, type Candidate } from './layout.js';
+import { pageCandidates, mergeSegments, strokesOver, type Candidate } from './layout.js';
 import { CHECK_GLYPHS, rememberedByText, rememberedTest, type Box, type PageGraphics, type Segment, type Shape, type Word } from './layout-page.js';
 
 export type ProposalKind =
@@ -358,12 +358,14 @@ export class PageModel {
     const vBars = bars.filter((s) => s.w <= 8 && s.h >= 3 * s.w).map((s) => ({ a: s.y, b: s.y + s.h, at: s.x + s.w / 2, width: s.w }));
     const horizontal = mergeSegments([...page.horizontal, ...hBars].filter((s) => Number.isFinite(s.a + s.b + s.at + s.width))).filter((s) => s.b - s.a >= 3);
     const vertical = mergeSegments([...page.vertical, ...vBars].filter((s) => Number.isFinite(s.a + s.b + s.at + s.width))).filter((s) => s.b - s.a >= 3);
-    // Rules are also counted as drawn, before dashes are joined (as the rule detector counts them):
-    // thousands of short strokes are a drawing (hatching merges into a few long rules).
-    const strokes = (segments: readonly Segment[]) =>
-      segments.length > MAX_RULES && mergeSegments(segments.filter((s) => Number.isFinite(s.a + s.b + s.at + s.width)), 1.2, false).filter((s) => s.b - s.a >= 3).length > MAX_RULES;
+    // Rules are also counted as drawn, before dashes are joined, as the rule detector counts them.
     this.overloaded =
-      words.length > MAX_WORDS || horizontal.length > MAX_RULES || vertical.length > MAX_RULES || page.shapes.length > MAX_SHAPES || strokes(page.horizontal) || strokes(page.vertical);
+      words.length > MAX_WORDS ||
+      horizontal.length > MAX_RULES ||
+      vertical.length > MAX_RULES ||
+      page.shapes.length > MAX_SHAPES ||
+      strokesOver(page.horizontal, MAX_RULES) ||
+      strokesOver(page.vertical, MAX_RULES);
     this.words = this.overloaded ? [] : words;
     this.horizontal = this.overloaded ? [] : horizontal;
     this.vertical = this.overloaded ? [] : vertical;

@@ -52,6 +52,17 @@ const MAX_PIECES = 20_000;
 const CHECK_MAX = 16;
 
 /**
+ * Whether more than `limit` rules are drawn, counted before dashes are joined (strokes that touch
+ * still join): thousands of short strokes are a drawing, though hatching joins into a few long
+ * rules once dashes are. Only a page of more than `limit` segments is counted.
+ */
+export function strokesOver(segments: readonly Segment[], limit: number): boolean {
+  if (segments.length <= limit) return false;
+  const finite = segments.filter((s) => Number.isFinite(s.a + s.b + s.at + s.width));
+  return mergeSegments(finite, 1.2, false).filter((s) => s.b - s.a >= 3).length > limit;
+}
+
+/**
  * Collinear rules that touch or overlap become one (per row, sorted); so do the dashes of a dashed
  * rule (pieces up to 10 pt, up to 4 pt apart).
  */
@@ -300,8 +311,7 @@ export function pageCandidates(page: PageGraphics): Candidate[] {
   // rules below compare rules with rules and boxes with words).
   // Rules are counted as drawn, before dashes are joined: thousands of short strokes are a drawing.
   // (Merging never makes more rules than were drawn: a page with few drawn needs no count.)
-  const drawn = (segments: readonly Segment[], merged: readonly Segment[]) =>
-    merged.length > MAX_RULES || (segments.length > MAX_RULES && mergeSegments(segments, 1.2, false).filter((s) => s.b - s.a >= 3).length > MAX_RULES);
+  const drawn = (segments: readonly Segment[], merged: readonly Segment[]) => merged.length > MAX_RULES || strokesOver(segments, MAX_RULES);
   if (drawn(page.horizontal, index.horizontal) || drawn(page.vertical, index.vertical) || page.shapes.length > MAX_RULES * 2 || index.words.length > MAX_WORDS) return [];
   const out: Candidate[] = [];
   const { width: W, height: H } = page;
