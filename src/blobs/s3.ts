@@ -21,7 +21,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Config } from './config.js';
 import { PieceSender } from './pieces.js';
-import { BlobNotFound, checkHash, SHA256, type BlobStore, type BlobUpload, type ByteRange, type PresignOptions, type StartUploadOptions } from './store.js';
+import { BlobNotFound, checkHash, markStoreUnavailable, SHA256, type BlobStore, type BlobUpload, type ByteRange, type PresignOptions, type StartUploadOptions } from './store.js';
 
 /** Multipart parts of 5 MiB (S3's least), two in flight: at most 10 MiB of a file in memory, whatever its size. */
 const PART_BYTES = 5 * 1024 * 1024;
@@ -71,6 +71,19 @@ export class S3BlobStore implements BlobStore {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
+    // Outermost (after the SDK's own retries): a storage that cannot be reached or fails is
+    // marked as such, so that a request meeting it is answered 503 with the storage named.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          if (s3Unavailable(error)) markStoreUnavailable(error);
+          throw error;
+        }
+      },
+      { step: 'initialize', priority: 'high', name: 'formsignStoreUnavailable' },
+    );
   }
 
   private key(sha256: string): string {
@@ -361,4 +374,22 @@ function isNotFound(error: unknown): boolean {
 function isNotImplemented(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e.name === 'NotImplemented' || e.$metadata?.httpStatusCode === 501 || e.$metadata?.httpStatusCode === 405;
+}
+
+/** Socket errors of a connection to the storage that could not be made or was lost. */
+const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** The SDK's and S3's names for "not now": a time limit met, throttling, a failing server. */
+const UNAVAILABLE_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'SlowDown', 'ServiceUnavailable', 'InternalError']);
+
+/**
+ * Whether an error of the S3 client means the storage could not serve the request at all: no
+ * connection, a connection lost, a time limit, or a 500/502/503/504 answer. Not 501 (an operation
+ * the storage does not implement, which the store handles) and not 4xx (the request's own fault).
+ */
+export function s3Unavailable(error: unknown): boolean {
+  const e = (error ?? {}) as { code?: unknown; name?: unknown; $metadata?: { httpStatusCode?: number } };
+  if (typeof e.code === 'string' && CONNECTION_ERRORS.has(e.code)) return true;
+  if (typeof e.name === 'string' && UNAVAILABLE_NAMES.has(e.name)) return true;
+  const status = e.$metadata?.httpStatusCode;
+  return status === 500 || status === 502 || status === 503 || status === 504;
 }

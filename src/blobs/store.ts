@@ -118,6 +118,24 @@ export class BlobNotFound extends Error {
   }
 }
 
+/** The mark `markStoreUnavailable` leaves on an error (a symbol: no JSON or log field shows it). */
+const STORE_UNAVAILABLE = Symbol('formsign.storeUnavailable');
+
+/**
+ * Marks `error` as the file storage's own failure to answer (an object storage that cannot be
+ * reached, dropped the connection, timed out or answered 5xx): nothing was stored by the request
+ * that met it, and the same request may be sent again. The HTTP layer answers it 503
+ * `unavailable` with the file storage named, not the database.
+ */
+export function markStoreUnavailable(error: unknown): void {
+  if (error !== null && typeof error === 'object') Object.defineProperty(error, STORE_UNAVAILABLE, { value: true });
+}
+
+/** Whether `markStoreUnavailable` marked `error`. */
+export function storeUnavailable(error: unknown): boolean {
+  return error !== null && typeof error === 'object' && (error as Record<symbol, unknown>)[STORE_UNAVAILABLE] === true;
+}
+
 export const SHA256 = /^[0-9a-f]{64}$/;
 
 export function checkHash(sha256: string): string {

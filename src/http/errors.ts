@@ -3,6 +3,7 @@ import type { ErrorObject } from 'ajv';
 import { AppError, reasonPhrase, type ErrorCode } from '../domain/errors.js';
 import { MAX_PAGE } from './pagination.js';
 import { describeAjvError, pickAjvError } from './validation.js';
+import { storeUnavailable } from '../blobs/store.js';
 
 export interface ErrorBody {
   success: false;
@@ -86,6 +87,10 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
     default:
       break;
   }
+  // Before the database's test: a lost connection to the file storage has the same socket codes.
+  if (storeUnavailable(err)) {
+    return new AppError('unavailable', 'The file storage is busy or unreachable right now; retry in a moment.', { 'retry-after': '1' });
+  }
   if (databaseUnavailable(err)) {
     return new AppError('unavailable', 'The database is busy or unreachable right now; retry in a moment.', { 'retry-after': '1' });
   }
@@ -106,7 +111,7 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
   if (appError.code === 'internal_error') {
     request.log.error({ err: error, message: (error as Error).message, code: (error as { code?: string }).code }, 'request failed');
   } else if (appError.code === 'unavailable' && !(error instanceof AppError)) {
-    request.log.warn({ message: (error as Error).message, code: (error as { code?: string }).code }, 'database unavailable');
+    request.log.warn({ message: (error as Error).message, code: (error as { code?: string }).code }, storeUnavailable(error) ? 'file storage unavailable' : 'database unavailable');
   }
   return sendError(reply, appError);
 }
