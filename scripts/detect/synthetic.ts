@@ -3,7 +3,9 @@
  * fields are known because they are drawn here — fill-in lines after a label (one or two on a
  * line, labels in several languages, with or without a colon, rules of 0.5–1.5 pt), boxes with
  * their label above them or small inside their top, check boxes before or after option words,
- * signature lines, and paragraphs and headings that are no field.
+ * signature lines, and paragraphs and headings that are no field; and on about half the pages a
+ * shaded band holding white boxes with no outline under small labels, or white squares before
+ * option words (forms printed on grey or coloured bands; `readPage` reads such white boxes).
  *
  * Why: the real forms of ../shared are dense; a page holding a single labelled line, or two check
  * boxes, looks like nothing the model learned from, and its scores there were left to chance (a lone
@@ -20,7 +22,7 @@ import { readForm } from './read-form.js';
 
 /** The repository name of the synthetic forms (never a fold: see train.py). */
 export const SYNTHETIC_REPO = 'synthetic';
-export const SYNTHETIC_FORMS = 80;
+export const SYNTHETIC_FORMS = 160;
 /** The name of the i-th synthetic form (its data-set file is `synth--<name>.json`). */
 export const syntheticName = (i: number) => `synthetic-${String(i).padStart(3, '0')}`;
 const SEED = 1;
@@ -47,7 +49,7 @@ function generator(seed: number) {
 type Rng = ReturnType<typeof generator>;
 
 /** One synthetic form (1–2 Letter pages): its PDF and each page's truth boxes. */
-async function drawForm(rng: Rng): Promise<{ bytes: Uint8Array; truth: TruthBox[][] }> {
+async function drawForm(rng: Rng, bands: Rng): Promise<{ bytes: Uint8Array; truth: TruthBox[][] }> {
   const { next, pick, between } = rng;
   const doc = await PDFDocument.create();
   const font = await doc.embedFont(StandardFonts.Helvetica);
@@ -160,6 +162,49 @@ async function drawForm(rng: Rng): Promise<{ bytes: Uint8Array; truth: TruthBox[
         y -= between(15, 30);
       }
     }
+    // A shaded band holding white boxes with no outline (the fields) and white squares before
+    // option words, from a stream of its own so that the blocks above are drawn the same.
+    if (bands.next() < 0.5 && y > 140) {
+      const s = bands.between(8, 11);
+      const grey = bands.between(0.78, 0.93);
+      const rows = 1 + Math.floor(bands.next() * 3);
+      const rowH = bands.between(24, 34);
+      const top = y + s;
+      const bottom = top - rows * rowH - 8;
+      page.drawRectangle({ x: 50, y: bottom, width: 512, height: top - bottom, color: rgb(grey, grey, grey) });
+      for (let r = 0; r < rows; r++) {
+        const base = top - (r + 1) * rowH;
+        let x = 58;
+        if (bands.next() < 0.7) {
+          // Labels above white boxes, one to three on the row.
+          const n = 1 + Math.floor(bands.next() * 3);
+          const w = (496 - (n - 1) * 8) / n;
+          for (let i = 0; i < n; i++) {
+            text(bands.pick(TEXT), x, base + rowH - s - 1, s * 0.85);
+            const h = rowH - s * 0.85 - 6;
+            page.drawRectangle({ x, y: base + 2, width: w, height: h, color: rgb(1, 1, 1) });
+            add(x, base + 2, x + w, h, 'text');
+            x += w + 8;
+          }
+        } else {
+          // A question and white squares before its options.
+          const question = bands.pick(QUESTIONS);
+          text(question, x, base + rowH / 2 - s / 3, s);
+          x += font.widthOfTextAtSize(question, s) + bands.between(15, 30);
+          const side = bands.between(7, 11);
+          for (const option of bands.pick(OPTIONS)) {
+            const width = font.widthOfTextAtSize(option, s);
+            if (x + side + width > 550) break;
+            const by = base + rowH / 2 - s / 3 - (side - s * 0.7) / 2;
+            page.drawRectangle({ x, y: by, width: side, height: side, color: rgb(1, 1, 1) });
+            add(x, by, x + side, side, 'checkbox');
+            text(option, x + side + 4, base + rowH / 2 - s / 3, s);
+            x += side + width + bands.between(20, 35);
+          }
+        }
+      }
+      y = bottom - bands.between(20, 35);
+    }
     truth.push(boxes);
   }
   return { bytes: await doc.save(), truth };
@@ -168,9 +213,10 @@ async function drawForm(rng: Rng): Promise<{ bytes: Uint8Array; truth: TruthBox[
 /** The synthetic forms, read as dataset.ts reads a real one (read-form.ts). */
 export async function syntheticForms(count = SYNTHETIC_FORMS, seed = SEED): Promise<DataForm[]> {
   const rng = generator(seed);
+  const bands = generator(seed + 7919);
   const forms: DataForm[] = [];
   for (let f = 0; f < count; f++) {
-    const { bytes, truth } = await drawForm(rng);
+    const { bytes, truth } = await drawForm(rng, bands);
     const pages = (await readForm(bytes)).map((graphics, i) => ({ pageNumber: i + 1, graphics, truth: truth[i]! }));
     forms.push({ set: 'synth', name: syntheticName(f), repo: SYNTHETIC_REPO, kind: 'synthetic', language: 'multi', producerFamily: 'pdf-lib', pages });
   }

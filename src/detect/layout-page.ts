@@ -131,6 +131,7 @@ export function readPage(
   let strokeLevel = 0;
   const stack: Array<{ ctm: Matrix; lineWidth: number; fillLevel: number; strokeLevel: number }> = [];
   let points = 0;
+  const whites = new WhiteBoxes(page);
   const { fnArray, argsArray } = ops;
   for (let i = 0; i < fnArray.length; i++) {
     const fn = fnArray[i];
@@ -177,8 +178,12 @@ export function readPage(
         if (!stroke && !fill) break;
         // Invisible ink: a white rule on a white page draws nothing.
         if (stroke && !fill && strokeLevel > 0.95) break;
-        if (fill && !stroke && fillLevel > 0.95) break;
         const m = multiply(ctm, base);
+        if (fill && !stroke && fillLevel > 0.95) {
+          // White on white draws nothing; white over a shaded area drawn before is a white box.
+          whites.read(data, m, fillLevel);
+          break;
+        }
         const scale = Math.sqrt(Math.abs(m[0] * m[3] - m[1] * m[2]));
         readPath(page, data, m, stroke, fill, Math.max(lineWidth * scale, 0.1), fillLevel);
         break;
@@ -192,6 +197,50 @@ export function readPage(
     splitWords(page, font ? { ...item, str: symbolBoxes(item.str, font) } : item, base);
   }
   return page;
+}
+
+/** Comparisons of white rectangles with shaded areas one page may take (a bound on the work). */
+const WHITE_CHECKS = 2_000_000;
+
+/**
+ * White filled rectangles over shaded areas: forms printed on grey or coloured bands leave their
+ * fields as white boxes with no outline, which are drawn by filling white over the band. Such a
+ * rectangle is kept as a filled shape (fill level above 0.95) when it lies within a shaded
+ * rectangle drawn before it and is smaller than it; any other white fill draws nothing visible.
+ */
+class WhiteBoxes {
+  /** Filled rectangles darker than white, in the order drawn (`page.shapes` read so far). */
+  private readonly shaded: Shape[] = [];
+  private seen = 0;
+  private checks = 0;
+  private readonly scratch: PageGraphics;
+
+  constructor(private readonly page: PageGraphics) {
+    this.scratch = { width: page.width, height: page.height, horizontal: [], vertical: [], shapes: [], words: [] };
+  }
+
+  read(data: ArrayLike<number>, m: Matrix, fillLevel: number): void {
+    const page = this.page;
+    for (; this.seen < page.shapes.length; this.seen++) {
+      const s = page.shapes[this.seen]!;
+      if (s.filled && !s.round && s.fillLevel <= 0.95 && s.w > 6 && s.h > 4) this.shaded.push(s);
+    }
+    if (!this.shaded.length || this.checks > WHITE_CHECKS) return;
+    const scratch = this.scratch;
+    scratch.shapes.length = 0;
+    scratch.horizontal.length = 0;
+    scratch.vertical.length = 0;
+    readPath(scratch, data, m, false, true, 0.1, fillLevel);
+    for (const w of scratch.shapes) {
+      if (w.round) continue;
+      this.checks += this.shaded.length;
+      if (this.checks > WHITE_CHECKS) return;
+      const area = w.w * w.h;
+      const under = this.shaded.some((s) => s.x <= w.x + 1 && s.y <= w.y + 1 && s.x + s.w >= w.x + w.w - 1 && s.y + s.h >= w.y + w.h - 1 && area < 0.9 * s.w * s.h);
+      if (under) page.shapes.push(w);
+    }
+    this.seen = page.shapes.length;
+  }
 }
 
 /** One subpath's points, in page points. */

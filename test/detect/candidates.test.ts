@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
+import { PDFDocument, rgb, StandardFonts } from '@cantoo/pdf-lib';
 import { checkBoxLabelOf, iouBox, MAX_PROPOSALS, PageModel, PROPOSAL_KINDS, proposeCandidates, type Proposal, type ProposalKind } from '../../src/detect/candidates.js';
 import { FEATURE_NAMES, proposalFeatures } from '../../src/detect/features.js';
 import { mergeSegments } from '../../src/detect/layout.js';
@@ -117,6 +117,37 @@ describe('candidate proposals', () => {
     // A few rows of strokes are no drawing: the labelled line is proposed.
     const few = proposeCandidates(await pageOf((d) => hatch(d, 900)));
     bestMatch(few, { x: 150, y: H - 698 - 14, w: 200, h: 14 }, 0.5, ['line']);
+  });
+
+  it('white boxes with no outline on a grey band: each read as a box and proposed; white on the white page, or under the band, is nothing', async () => {
+    const white = rgb(1, 1, 1);
+    const page = await pageOf((d) => {
+      // Drawn before the band, so hidden by it.
+      d.page.drawRectangle({ x: 300, y: 650, width: 100, height: 14, color: white });
+      d.page.drawRectangle({ x: 60, y: 600, width: 490, height: 120, color: rgb(0.82, 0.82, 0.82) });
+      d.text('Name', 72, 700, 9);
+      d.page.drawRectangle({ x: 72, y: 676, width: 220, height: 16, color: white });
+      d.text('Ledig', 86, 630, 9);
+      d.page.drawRectangle({ x: 72, y: 628, width: 10, height: 10, color: white });
+      // On the white page: draws nothing visible.
+      d.page.drawRectangle({ x: 72, y: 400, width: 220, height: 16, color: white });
+    });
+    const whites = page.shapes.filter((s) => s.filled && s.fillLevel > 0.95);
+    assert.deepEqual(
+      whites.map((s) => [s.x, s.y, s.w, s.h].map(Math.round)),
+      [
+        [72, H - 692, 220, 16],
+        [72, H - 638, 10, 10],
+      ],
+    );
+    const proposals = proposeCandidates(page);
+    bestMatch(proposals, { x: 72, y: H - 692, w: 220, h: 16 }, 0.95, ['shape-box']);
+    const box = bestMatch(proposals, { x: 72, y: H - 638, w: 10, h: 10 }, 0.95, ['square']);
+    assert.equal(box.cls, 'checkbox');
+    // Seen by the features: white over shading.
+    const features = proposalFeatures(page, [bestMatch(proposals, { x: 72, y: H - 692, w: 220, h: 16 }, 0.95)])[0]!;
+    assert.equal(features[FEATURE_NAMES.indexOf('white_fill_share')], 1);
+    assert.equal(features[FEATURE_NAMES.indexOf('shaded_share')], 1);
   });
 
   it('"Yes" and "No" with nothing drawn: a check box proposal just left of each word, about the size of the text', async () => {
