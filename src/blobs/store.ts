@@ -123,12 +123,12 @@ const STORE_UNAVAILABLE = Symbol('formsign.storeUnavailable');
 
 /**
  * Marks `error` as the file storage's own failure to answer (an object storage that cannot be
- * reached, dropped the connection, timed out or answered 5xx): nothing was stored by the request
- * that met it, and the same request may be sent again. The HTTP layer answers it 503
- * `unavailable` with the file storage named, not the database.
+ * reached, dropped the connection, timed out or answered 5xx), so that the request that met it
+ * may be sent again. The HTTP layer answers it 503 `unavailable` with the file storage named, not
+ * the database.
  */
 export function markStoreUnavailable(error: unknown): void {
-  if (error !== null && typeof error === 'object') Object.defineProperty(error, STORE_UNAVAILABLE, { value: true });
+  if (error !== null && typeof error === 'object' && Object.isExtensible(error)) Object.defineProperty(error, STORE_UNAVAILABLE, { value: true });
 }
 
 /** Whether `markStoreUnavailable` marked `error`. */

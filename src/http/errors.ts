@@ -1,9 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorObject } from 'ajv';
+import { storeUnavailable } from '../blobs/store.js';
 import { AppError, reasonPhrase, type ErrorCode } from '../domain/errors.js';
 import { MAX_PAGE } from './pagination.js';
 import { describeAjvError, pickAjvError } from './validation.js';
-import { storeUnavailable } from '../blobs/store.js';
 
 export interface ErrorBody {
   success: false;
