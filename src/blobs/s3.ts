@@ -19,6 +19,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { CONNECTION_ERRORS } from '../domain/errors.js';
 import type { S3Config } from './config.js';
 import { PieceSender } from './pieces.js';
 import { BlobNotFound, checkHash, markStoreUnavailable, SHA256, type BlobStore, type BlobUpload, type ByteRange, type PresignOptions, type StartUploadOptions } from './store.js';
@@ -376,8 +377,6 @@ function isNotImplemented(error: unknown): boolean {
   return e.name === 'NotImplemented' || e.$metadata?.httpStatusCode === 501 || e.$metadata?.httpStatusCode === 405;
 }
 
-/** Socket errors of a connection to the storage that could not be made or was lost. */
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 /** The SDK's and S3's names for "not now": a time limit met, throttling, a failing server. */
 const UNAVAILABLE_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'SlowDown', 'ServiceUnavailable', 'InternalError']);
 

@@ -220,12 +220,13 @@ class WhiteBoxes {
   }
 
   read(data: ArrayLike<number>, m: Matrix, fillLevel: number): void {
+    if (this.checks > WHITE_CHECKS) return;
     const page = this.page;
     for (; this.seen < page.shapes.length; this.seen++) {
       const s = page.shapes[this.seen]!;
       if (s.filled && !s.round && s.fillLevel <= 0.95 && s.w > 6 && s.h > 4) this.shaded.push(s);
     }
-    if (!this.shaded.length || this.checks > WHITE_CHECKS) return;
+    if (!this.shaded.length) return;
     const scratch = this.scratch;
     scratch.shapes.length = 0;
     scratch.horizontal.length = 0;

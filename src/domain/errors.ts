@@ -57,3 +57,9 @@ export function reasonPhrase(status: number): string {
 export const notFound = (kind: string) => new AppError('not_found', `${kind} not found`);
 export const invalid = (path: string, message: string) =>
   new AppError('validation_failed', path ? `${path}: ${message}` : message);
+
+/**
+ * Socket error codes of a connection to a service (the database, the object storage) that could
+ * not be made or was lost: the service was unavailable, not the request wrong.
+ */
+export const CONNECTION_ERRORS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);

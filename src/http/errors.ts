@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorObject } from 'ajv';
 import { storeUnavailable } from '../blobs/store.js';
-import { AppError, reasonPhrase, type ErrorCode } from '../domain/errors.js';
+import { AppError, CONNECTION_ERRORS, reasonPhrase, type ErrorCode } from '../domain/errors.js';
 import { MAX_PAGE } from './pagination.js';
 import { describeAjvError, pickAjvError } from './validation.js';
 
@@ -18,8 +18,6 @@ export function errorBody(code: ErrorCode, status: number, hint: string): ErrorB
 
 const PAGINATION_KEYS = new Set(['/page', '/limit']);
 
-/** Socket errors of a database connection that cannot be made or was lost. */
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 /** PostgreSQL's SQLSTATEs for "not now": too many clients, shutting down, starting up. */
 const POSTGRES_UNAVAILABLE = new Set(['53300', '57P01', '57P02', '57P03']);
 /** node-postgres's own words when the pool cannot hand out a working connection (these carry no code). */

@@ -250,7 +250,7 @@ const STATUS_MEANING: Record<number, string> = {
   431: 'The request\'s headers are larger than 16 KiB',
   429: 'Over the rate limit; retry after `Retry-After` seconds',
   500: 'Something went wrong on the service\'s side; quote the X-Request-Id',
-  503: 'Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given',
+  503: 'Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given',
 };
 
 interface Operation extends Json {

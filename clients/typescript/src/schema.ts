@@ -2886,7 +2886,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -2994,7 +2994,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -3198,7 +3198,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -3477,7 +3477,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -3770,7 +3770,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4064,7 +4064,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4273,7 +4273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4561,7 +4561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -4751,7 +4751,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5004,7 +5004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5218,7 +5218,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5501,7 +5501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -5729,7 +5729,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6041,7 +6041,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6309,7 +6309,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6534,7 +6534,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -6818,7 +6818,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7043,7 +7043,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7356,7 +7356,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7581,7 +7581,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -7846,7 +7846,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8062,7 +8062,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8349,7 +8349,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8629,7 +8629,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -8930,7 +8930,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9139,7 +9139,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9365,7 +9365,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9594,7 +9594,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -9907,7 +9907,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10219,7 +10219,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10533,7 +10533,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -10758,7 +10758,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11070,7 +11070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11280,7 +11280,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11598,7 +11598,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -11922,7 +11922,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -12132,7 +12132,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -12437,7 +12437,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -12782,7 +12782,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13060,7 +13060,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13322,7 +13322,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13514,7 +13514,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13781,7 +13781,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -13998,7 +13998,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14262,7 +14262,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14468,7 +14468,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -14750,7 +14750,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -15033,7 +15033,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -15253,7 +15253,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
@@ -15538,7 +15538,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service Unavailable: Shutting down, busy or the database is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
+            /** @description Service Unavailable: Shutting down, busy, or the database or the file storage is unreachable; retry after `Retry-After` seconds when given. Codes: `unavailable`. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
