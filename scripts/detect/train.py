@@ -13,9 +13,12 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    proposals that are fields), both trained on the other folds only. Their out-of-fold scores are
    the scores of forms no model saw. Before the field model, its training rows are scored blind
    (each row by a model trained on neither fold k nor the row's own fold: 4 inner models a fold),
-   and the far negatives those models are surest of get weight 0 (`noise_weights`).
-3. Non-maximum suppression on the out-of-fold scores, page by page, as src/detect/model.ts does it;
-   a kept box is right when it takes a truth box (IoU >= 0.5) no higher-scored kept box took.
+   and the far negatives those models are surest of get weight 0 (`noise_weights`). And a placement
+   model (reg:logistic: the best IoU of a proposal near a truth box), trained on the other folds.
+3. Non-maximum suppression on the out-of-fold scores, page by page; a kept box is right when it
+   takes a truth box (IoU >= 0.5) no box kept before it took. For calibration and thresholds, by the
+   field margin over every box above the floor; for the figures, as src/detect/model.ts does it:
+   among the boxes that reach the threshold, by field margin + PLACEMENT_WEIGHT x placement margin.
 4. Calibration: an isotonic map from a box's score to the share of such boxes that are right.
    Fold k's map is fitted on the kept boxes of the other folds (never on fold k), and so is its
    acceptance threshold (the calibrated probability that maximises F1 there).
@@ -92,6 +95,30 @@ CLASS_PARAMS = {
     "base_score": 0.5,
 }
 CLASS_ROUNDS = 80
+# The placement model: how well a proposal fits the field it overlaps (its IoU with the truth box it
+# overlaps most, a regression in 0..1), trained on the proposals near a truth box (IoU FAR_IOU or
+# more). Among the boxes that reach the threshold, suppression goes by the field margin plus
+# PLACEMENT_WEIGHT times the placement margin, so that of two placements of one field the tighter
+# one is kept (bench/README.md, "Suppression by placement"). Acceptance, calibration and threshold
+# stay the field model's.
+PLACEMENT_PARAMS = {
+    "objective": "reg:logistic",
+    "eval_metric": "rmse",
+    "tree_method": "hist",
+    "max_depth": 6,
+    "eta": 0.1,
+    "subsample": 0.8,
+    "colsample_bytree": 0.8,
+    "min_child_weight": 3,
+    "max_bin": 128,
+    "nthread": 2,
+    "seed": 7,
+    "base_score": 0.5,
+}
+PLACEMENT_ROUNDS = 120
+# Chosen on the out-of-fold F1 of the model before (weights 0.5 to 100 compared, flat from 2 to 5):
+# bench/README.md.
+PLACEMENT_WEIGHT = 2.0
 # Non-maximum suppression: a box is dropped when it overlaps an accepted one by IoU >= NMS_IOU, or
 # when at least NMS_CONTAIN of it lies inside an accepted box of its class. 0.2 rather than 0.3:
 # +0.0036 and +0.0037 out-of-fold F1 with the field models of seeds 7 and 8 of the model before
@@ -183,8 +210,13 @@ def suppress(boxes, margins, classes):
     return kept
 
 
-def page_outcomes(header, rows, truth, margins, classes):
-    """For every row: kept by NMS (above the floor) and right (takes a truth box no better box took)."""
+def page_outcomes(header, rows, truth, margins, classes, among=None, rank=None):
+    """
+    For every row: kept by NMS (above the floor) and right (takes a truth box no box before it
+    took). By default suppression goes by `margins` over every row above the floor; with `among`
+    (a mask) only those rows take part, in the order of `rank` (src/detect/model.ts: the boxes that
+    reach the threshold, by field and placement margins).
+    """
     c = {name: column(header, name) for name in ("form", "page", "x", "y", "w", "h")}
     tc = {name: column(header, name, "truthColumns") for name in ("form", "page", "x", "y", "w", "h")}
     kept = np.zeros(len(rows), dtype=bool)
@@ -197,11 +229,11 @@ def page_outcomes(header, rows, truth, margins, classes):
     order = np.argsort(page_key, kind="stable")
     bounds = np.flatnonzero(np.diff(page_key[order])) + 1
     for group in np.split(order, bounds):
-        group = group[margins[group] >= floor]
+        group = group[margins[group] >= floor] if among is None else group[among[group]]
         if len(group) == 0:
             continue
         boxes = rows[group][:, [c["x"], c["y"], c["w"], c["h"]]]
-        keep = suppress(boxes, margins[group], classes[group])
+        keep = suppress(boxes, (margins if rank is None else rank)[group], classes[group])
         kept[group[keep]] = True
         key = (int(rows[group[0], c["form"]]), int(rows[group[0], c["page"]]))
         tids = truth_by_page.get(key, [])
@@ -349,6 +381,13 @@ def noise_weights(scores, best_iou, rows):
     return weights
 
 
+def train_placement(X, best_iou):
+    """How well a proposal near a truth box fits it: its best IoU (0..1), on the rows near one."""
+    near = best_iou >= FAR_IOU
+    data = xgb.DMatrix(X[near], label=np.clip(best_iou[near], 0.0, 1.0), nthread=2)
+    return xgb.train(PLACEMENT_PARAMS, data, PLACEMENT_ROUNDS)
+
+
 def train_class(X, y):
     return xgb.train(CLASS_PARAMS, xgb.DMatrix(X, label=y, nthread=2), CLASS_ROUNDS)
 
@@ -370,9 +409,10 @@ def early_cut(field, X, own, calibration, threshold, blind_partial):
     return lowest - CUT_SAFETY
 
 
-def model_json(header, field, classes, calibration, threshold, cut, trained_on):
+def model_json(header, field, classes, placement, calibration, threshold, cut, trained_on):
     base, trees, _ = export_trees(field)
     cbase, ctrees, cinfo = export_trees(classes)
+    pbase, ptrees, _ = export_trees(placement)
     return {
         "version": 1,
         "features": header["features"],
@@ -381,7 +421,8 @@ def model_json(header, field, classes, calibration, threshold, cut, trained_on):
         "class": {"baseMargin": round(cbase, 6), "treeClass": cinfo, "trees": ctrees},
         "calibration": calibration,
         "threshold": threshold,
-        "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN},
+        "placement": {"baseMargin": round(float(np.log(pbase / (1 - pbase))), 6), "trees": ptrees},
+        "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN, "placementWeight": PLACEMENT_WEIGHT},
         "cut": {"after": CUT_AFTER, "margin": round(float(cut), 6)},
         "floor": FLOOR,
         "trainedOn": trained_on,
@@ -419,6 +460,8 @@ def main():
     # Out-of-fold margins after the first CUT_AFTER trees (for the early cut).
     partial = np.zeros(len(rows))
     class_probs = np.zeros((len(rows), len(CLASSES)))
+    # Out-of-fold placement margins.
+    place = np.zeros(len(rows))
     fold_models = []
     inner = np.zeros((K, len(rows)))
     for k in range(K):
@@ -435,7 +478,9 @@ def main():
         margins[test] = field.predict(held_out, output_margin=True)
         partial[test] = field.predict(held_out, output_margin=True, iteration_range=(0, CUT_AFTER))
         class_probs[test] = classes.predict(held_out)
-        fold_models.append((field, classes))
+        placement = train_placement(X[train], best_iou[train])
+        place[test] = placement.predict(held_out, output_margin=True)
+        fold_models.append((field, classes, placement))
         print(f"fold {k}: trained on {int(train.sum())} proposals, {time.time() - started:.0f} s")
 
     predicted_class = np.argmax(class_probs, axis=1)
@@ -462,21 +507,25 @@ def main():
     thresholds = np.where(real_rows, np.array(summary)[np.maximum(row_fold, 0)], np.inf)
     accepted = kept & real_rows & (probs >= thresholds)
     matched = int((accepted & right).sum())
-    print(f"out of fold: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
+    print(f"out of fold, suppressed by the field margin alone: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
+    # As detection does it: the boxes that reach their threshold, suppressed by field and placement margins.
+    reaching = real_rows & (probs >= thresholds)
+    accepted, right_ranked = page_outcomes(header, rows, truth, margins, predicted_class, among=reaching, rank=margins + PLACEMENT_WEIGHT * place)
+    matched = int((accepted & right_ranked).sum())
+    print(f"out of fold, suppressed by field and placement margins: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
 
     # The early cut: from the boxes at or above their threshold (suppressed or not) of the other folds.
-    reaching = real_rows & (probs >= thresholds)
     cuts = [early_cut(fold_models[k][0], X, row_fold != k, calibrations[k], summary[k], partial[reaching & (row_fold != k)]) for k in range(K)]
-    for k, (field, classes) in enumerate(fold_models):
+    for k, (field, classes, placement) in enumerate(fold_models):
         info = trained_on({i for i in range(K) if i != k})
-        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, calibrations[k], summary[k], cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
+        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, placement, calibrations[k], summary[k], cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
     write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary, "cuts": cuts})
     row_cut = np.where(real_rows, np.array(cuts)[np.maximum(row_fold, 0)], -np.inf)
     stopped = real_rows & (partial < row_cut)
     print(f"early cut after {CUT_AFTER} trees (margins {', '.join(f'{c:.2f}' for c in cuts)} by fold): {stopped.sum() / max(1, real_rows.sum()):.1%} of the proposals stop there out of fold; boxes at or above the threshold among them: {int((stopped & reaching).sum())} (accepted: {int((stopped & accepted).sum())})")
     # For diagnosis: every proposal's out-of-fold score and outcome.
     # (fold -1: synthetic rows, never scored: their margins, kept and right mean nothing.)
-    np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold)
+    np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold, place=place, accepted=accepted, right_ranked=right_ranked)
 
     # The final model: everything; its rows' blind scores are the mean of the inner models' that
     # never saw the row's fold; calibrated and thresholded on all out-of-fold boxes.
@@ -484,11 +533,12 @@ def main():
     blind[real_rows] = np.nanmean(inner[:, real_rows], axis=0)  # inner[k] is NaN on fold k
     field = train_field(X, best_iou, noise_weights(blind, best_iou, np.ones(len(rows), dtype=bool)))
     classes = train_class(X[label == 1], truth_cls[label == 1])
+    placement = train_placement(X, best_iou)
     calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
     threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
     # Its cut: from its own rows and every fold's boxes that reached their threshold, scored blind.
     cut = early_cut(field, X, np.ones(len(rows), dtype=bool), calibration, threshold, partial[reaching])
-    final = model_json(header, field, classes, calibration, threshold, cut, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
+    final = model_json(header, field, classes, placement, calibration, threshold, cut, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
     write_json(MODEL, final)
     print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")
 

@@ -1,8 +1,9 @@
 /**
  * The learned layout detector at run time: a page's proposals (candidates.ts) and their features
  * (features.ts) scored by gradient-boosted trees trained offline (scripts/detect/train.py), the
- * score turned into a calibrated probability, overlapping boxes resolved by non-maximum
- * suppression, and the boxes at or above the model's acceptance threshold kept as fields.
+ * score turned into a calibrated probability, and the boxes at or above the model's acceptance
+ * threshold kept as fields, overlapping ones resolved by non-maximum suppression (the field score,
+ * plus how well the box fits the field it is placed on when the model has a placement model).
  *
  * The model is a JSON file (src/detect/model/layout-model.json, committed): its trees are read and
  * walked here in plain TypeScript, with no native or Python dependency at run time. A model whose
@@ -50,8 +51,18 @@ export interface LayoutModel {
   calibration: { x: number[]; y: number[] };
   /** Boxes whose calibrated probability is at least this are fields. */
   threshold: number;
-  /** A box is suppressed by an accepted one when their IoU is at least `iou`, or when at least `contain` of it lies inside an accepted box of its class. */
-  nms: { iou: number; contain: number };
+  /**
+   * A box is suppressed by an accepted one when their IoU is at least `iou`, or when at least
+   * `contain` of it lies inside an accepted box of its class. Boxes are taken best first: by their
+   * field margin plus `placementWeight` times their placement margin (0 without a placement model).
+   */
+  nms: { iou: number; contain: number; placementWeight: number };
+  /**
+   * How well a box fits the field it is placed on (a log-odds margin of its IoU with it), when the
+   * model has one: of two overlapping boxes that both reach the threshold, it decides which is
+   * taken first. It changes which boxes are fields, never whether a box reaches the threshold.
+   */
+  placement?: TreeSet;
   /**
    * The early cut (`margins`), when the model has one: a proposal whose margin after the first
    * `after` field trees is under `margin` is walked no further and is no field. train.py sets it
@@ -113,9 +124,14 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   if (cal.y.some((y) => y < 0 || y > 1)) fail('calibration probabilities must be in 0..1');
   const threshold = m.threshold;
   if (typeof threshold !== 'number' || !(threshold > 0 && threshold <= 1)) return fail('threshold must be in (0, 1]');
-  const nms = m.nms as { iou?: unknown; contain?: unknown } | undefined;
+  const nms = m.nms as { iou?: unknown; contain?: unknown; placementWeight?: unknown } | undefined;
   if (!nms || typeof nms.iou !== 'number' || typeof nms.contain !== 'number' || !(nms.iou > 0 && nms.iou <= 1) || !(nms.contain > 0 && nms.contain <= 1)) return fail('nms needs iou and contain in (0, 1]');
-  const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain } };
+  // A placement model and its weight come together.
+  const placementWeight = nms.placementWeight ?? 0;
+  if (typeof placementWeight !== 'number' || !(Number.isFinite(placementWeight) && placementWeight >= 0)) return fail('nms.placementWeight must be a finite number, 0 or more');
+  if ((m.placement === undefined) !== (nms.placementWeight === undefined)) return fail('placement (trees) and nms.placementWeight come together');
+  const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight } };
+  if (m.placement !== undefined) parsed.placement = parseTreeSet(m.placement, names.length, 'placement');
   if (m.cut !== undefined) {
     const cut = m.cut as Partial<EarlyCut> | null;
     if (!cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin)) {
@@ -350,9 +366,9 @@ export function calibrate(model: Pick<LayoutModel, 'calibration'>, m: number): n
 const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
 
 /**
- * Greedy non-maximum suppression, best first: a box is accepted unless an accepted box overlaps
- * it by IoU ≥ `nms.iou`, or an accepted box of its class holds `nms.contain` of it; boxes under the
- * threshold are never accepted (they come last, scores being in the order of probabilities).
+ * Greedy non-maximum suppression in the order given (best first): a box is accepted unless an
+ * accepted box overlaps it by IoU ≥ `nms.iou`, or an accepted box of its class holds `nms.contain`
+ * of it; boxes under the threshold are never accepted and suppress nothing.
  */
 export function suppress<T extends { box: { x: number; y: number; w: number; h: number }; probability: number; cls: () => FieldClass }>(
   scored: readonly T[],
@@ -360,7 +376,7 @@ export function suppress<T extends { box: { x: number; y: number; w: number; h: 
 ): Array<T & { fieldClass: FieldClass }> {
   const accepted: Array<T & { fieldClass: FieldClass }> = [];
   for (const s of scored) {
-    if (s.probability < model.threshold) break;
+    if (s.probability < model.threshold) continue;
     const a = s.box;
     const areaA = Math.max(1e-9, a.w * a.h);
     let cls: FieldClass | null = null;
@@ -422,12 +438,15 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
   const likelyRows = new Float32Array(likely.length * width);
   likely.forEach((i, k) => likelyRows.set(rowOf(i), k * width));
   const likelyMargins = classMargins(model, likelyRows, likely.length, width);
+  // And how well each fits the field it is placed on: the order of suppression.
+  const placed = model.placement && model.nms.placementWeight > 0 ? margins(model.placement, likelyRows, likely.length, width) : null;
   const scored = likely.map((i, k) => {
     const cls = bestClass(likelyMargins, k * CLASSES.length);
-    return { proposal: proposals[i]!, margin: fieldMargins[i]!, probability: probabilities[i]!, index: i, box: proposals[i]!, cls: () => cls };
+    const rank = fieldMargins[i]! + (placed ? model.nms.placementWeight * placed[k]! : 0);
+    return { proposal: proposals[i]!, rank, probability: probabilities[i]!, index: i, box: proposals[i]!, cls: () => cls };
   });
-  // Best first; equal margins in proposal order, so that a page always gives the same fields.
-  scored.sort((a, b) => b.margin - a.margin || a.index - b.index);
+  // Best first; equal ranks in proposal order, so that a page always gives the same fields.
+  scored.sort((a, b) => b.rank - a.rank || a.index - b.index);
   const accepted = suppress(scored, model);
   const lineHeight = lineHeightOf(page);
   const fields: DetectedField[] = [];

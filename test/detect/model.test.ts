@@ -244,6 +244,37 @@ describe('the tree evaluator', () => {
     assert.equal(parseModel(without).cut, undefined);
   });
 
+  it('the committed model has a placement model; it comes with its weight, which is finite and not negative', () => {
+    const model = defaultModel();
+    assert.ok(model.placement && model.placement.trees.length > 0 && model.nms.placementWeight > 0);
+    const json = committed();
+    const nms = json.nms as Record<string, unknown>;
+    const { placement: _, ...withoutTrees } = json;
+    assert.throws(() => parseModel(withoutTrees), /come together/);
+    const { placementWeight: __, ...nmsWithoutWeight } = nms;
+    assert.throws(() => parseModel({ ...json, nms: nmsWithoutWeight }), /come together/);
+    for (const placementWeight of [-1, Infinity, '2']) assert.throws(() => parseModel({ ...json, nms: { ...nms, placementWeight } }), /placementWeight/);
+    const old = parseModel({ ...withoutTrees, nms: nmsWithoutWeight });
+    assert.equal(old.placement, undefined);
+    assert.equal(old.nms.placementWeight, 0);
+  });
+
+  it('detectLayout suppresses by field and placement margins: weight 0 is the field order alone; a placement model preferring wide boxes keeps wider ones', async () => {
+    const page = await graphicsOf(await membershipForm());
+    const model = defaultModel();
+    const { placement: _, ...fieldOnly } = model;
+    assert.deepEqual(detectLayout(page, 1, { ...model, nms: { ...model.nms, placementWeight: 0 } }), detectLayout(page, 1, { ...fieldOnly, nms: { ...model.nms, placementWeight: 0 } }));
+    // Hand-made placement models: a step up (or down) at each doubling of the box's width in font sizes, weighted far above any field margin.
+    const w = FEATURE_NAMES.indexOf('w_font');
+    const steps = (sign: number) => ({ baseMargin: 0, trees: [0.5, 1, 2, 4, 8, 16, 32, 64].map((t): Tree => ({ f: [w, -1, -1], v: [t, 0, sign], l: [1, -1, -1], r: [2, -1, -1], d: [0, 0, 0] })) });
+    const wide = detectLayout(page, 1, { ...model, placement: steps(1), nms: { ...model.nms, placementWeight: 100 } });
+    const narrow = detectLayout(page, 1, { ...model, placement: steps(-1), nms: { ...model.nms, placementWeight: 100 } });
+    const widths = (fields: typeof wide) => fields.filter((f) => f.type !== 'checkbox').map((f) => f.rect.width);
+    const total = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    assert.ok(total(widths(wide)) > total(widths(narrow)), `${show(wide)}\n${show(narrow)}`);
+    assert.ok(Math.max(...widths(wide)) > Math.max(...widths(narrow)), `${show(wide)}\n${show(narrow)}`);
+  });
+
   it('refuses a tree whose children do not come after their node (a walk that could loop)', () => {
     const json = committed();
     const field = json.field as { baseMargin: number; trees: Tree[] };
@@ -262,7 +293,7 @@ describe('calibration and suppression', () => {
     assert.ok(Math.abs(calibrate(cal, -1.5) - 0.2) < 1e-12);
   });
 
-  const nms = { threshold: 0.5, nms: { iou: 0.3, contain: 0.7 } };
+  const nms = { threshold: 0.5, nms: { iou: 0.3, contain: 0.7, placementWeight: 0 } };
   const box = (x: number, y: number, w: number, h: number, probability: number, cls: FieldClass) => ({ box: { x, y, w, h }, probability, cls: () => cls });
 
   it('keeps the best of overlapping boxes, and boxes that only touch', () => {
@@ -281,7 +312,20 @@ describe('calibration and suppression', () => {
     );
   });
 
-  it('accepts nothing under the threshold', () => {
+  it('accepts nothing under the threshold, and a box under it suppresses nothing', () => {
     assert.deepEqual(suppress([box(0, 0, 10, 10, 0.49, 'checkbox')], nms), []);
+    const kept = suppress([box(0, 0, 100, 20, 0.4, 'text'), box(5, 0, 100, 20, 0.8, 'text')], nms);
+    assert.deepEqual(
+      kept.map((k) => k.box.x),
+      [5],
+    );
+  });
+
+  it('takes the boxes in the order given, not by probability (the order is the rank detectLayout sorts by)', () => {
+    const kept = suppress([box(5, 0, 100, 20, 0.6, 'text'), box(0, 0, 100, 20, 0.9, 'text')], nms);
+    assert.deepEqual(
+      kept.map((k) => [k.box.x, k.probability]),
+      [[5, 0.6]],
+    );
   });
 });
