@@ -23,7 +23,8 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    Fold k's map is fitted on the kept boxes of the other folds (never on fold k), and so is its
    acceptance threshold (the calibrated probability that maximises F1 there).
 5. The final model: trained on everything (its far negatives weighted by the mean of the inner
-   models' blind scores), its calibration and threshold from all out-of-fold boxes.
+   models' blind scores), its calibration and threshold from all out-of-fold boxes; its class and
+   placement models trained on everything too.
 
 Run with Debian's python (python3-xgboost, python3-sklearn):
   /usr/bin/python3 scripts/detect/train.py
