@@ -16,9 +16,9 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    and the far negatives those models are surest of get weight 0 (`noise_weights`). And a placement
    model (reg:logistic: the best IoU of a proposal near a truth box), trained on the other folds.
 3. Non-maximum suppression on the out-of-fold scores, page by page; a kept box is right when it
-   takes a truth box (IoU >= 0.5) no box kept before it took. For calibration and thresholds, by the
-   field margin over every box above the floor; for the figures, as src/detect/model.ts does it:
-   among the boxes that reach the threshold, by field margin + PLACEMENT_WEIGHT x placement margin.
+   takes a truth box (IoU >= 0.5) no box kept before it took. Suppression goes by field margin +
+   PLACEMENT_WEIGHT x placement margin: for calibration and thresholds over every box above the
+   floor; for the figures, as src/detect/model.ts does it, among the boxes that reach the threshold.
 4. Calibration: an isotonic map from a box's score to the share of such boxes that are right.
    Fold k's map is fitted on the kept boxes of the other folds (never on fold k), and so is its
    acceptance threshold (the calibrated probability that maximises F1 there).
@@ -100,8 +100,9 @@ CLASS_ROUNDS = 80
 # overlaps most, a regression in 0..1), trained on the proposals near a truth box (IoU FAR_IOU or
 # more). Among the boxes that reach the threshold, suppression goes by the field margin plus
 # PLACEMENT_WEIGHT times the placement margin, so that of two placements of one field the tighter
-# one is kept (bench/README.md, "Suppression by placement"). Acceptance, calibration and threshold
-# stay the field model's.
+# one is kept (bench/README.md, "Suppression by placement"). Acceptance is the field model's: its
+# margin, calibrated, against the threshold; the calibration is fitted on the boxes that
+# suppression keeps in this order (bench/README.md, "Calibration on the order of suppression").
 PLACEMENT_PARAMS = {
     "objective": "reg:logistic",
     "eval_metric": "rmse",
@@ -485,7 +486,11 @@ def main():
         print(f"fold {k}: trained on {int(train.sum())} proposals, {time.time() - started:.0f} s")
 
     predicted_class = np.argmax(class_probs, axis=1)
-    kept, right = page_outcomes(header, rows, truth, margins, predicted_class)
+    # Calibration and thresholds are fitted on the boxes that suppression keeps in the order
+    # detection uses (field and placement margins), over every box above the floor.
+    floor = np.log(FLOOR / (1 - FLOOR))
+    rank = margins + PLACEMENT_WEIGHT * place
+    kept, right = page_outcomes(header, rows, truth, margins, predicted_class, among=margins >= floor, rank=rank)
     synthetic_forms = int((form_fold < 0).sum())
     trained_on = lambda ks: {
         "forms": int(sum(1 for f in form_fold if f in ks)),
@@ -506,12 +511,14 @@ def main():
         probs[row_fold == k] = apply_calibration(calibrations[k], margins[row_fold == k])
     # Synthetic rows (fold -1) have no threshold: never accepted.
     thresholds = np.where(real_rows, np.array(summary)[np.maximum(row_fold, 0)], np.inf)
-    accepted = kept & real_rows & (probs >= thresholds)
-    matched = int((accepted & right).sum())
-    print(f"out of fold, suppressed by the field margin alone: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
+    # For comparison, the same thresholds with suppression by the field margin alone.
+    field_kept, field_right = page_outcomes(header, rows, truth, margins, predicted_class)
+    accepted = field_kept & real_rows & (probs >= thresholds)
+    matched = int((accepted & field_right).sum())
+    print(f"out of fold, the same thresholds, suppressed by the field margin alone: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
     # As detection does it: the boxes that reach their threshold, suppressed by field and placement margins.
     reaching = real_rows & (probs >= thresholds)
-    accepted, right_ranked = page_outcomes(header, rows, truth, margins, predicted_class, among=reaching, rank=margins + PLACEMENT_WEIGHT * place)
+    accepted, right_ranked = page_outcomes(header, rows, truth, margins, predicted_class, among=reaching, rank=rank)
     matched = int((accepted & right_ranked).sum())
     print(f"out of fold, suppressed by field and placement margins: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
 
