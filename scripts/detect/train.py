@@ -214,10 +214,9 @@ def suppress(boxes, margins, classes):
 
 def page_outcomes(header, rows, truth, margins, classes, among=None, rank=None):
     """
-    For every row: kept by NMS (above the floor) and right (takes a truth box no box before it
-    took). By default suppression goes by `margins` over every row above the floor; with `among`
-    (a mask) only those rows take part, in the order of `rank` (src/detect/model.ts: the boxes that
-    reach the threshold, by field and placement margins).
+    For every row: kept by NMS and right (takes a truth box no box before it took). The rows that
+    take part are those of `among` (a mask; by default every row above the floor), in the order of
+    `rank` (by default `margins`; src/detect/model.ts: field and placement margins).
     """
     c = {name: column(header, name) for name in ("form", "page", "x", "y", "w", "h")}
     tc = {name: column(header, name, "truthColumns") for name in ("form", "page", "x", "y", "w", "h")}
@@ -488,9 +487,8 @@ def main():
     predicted_class = np.argmax(class_probs, axis=1)
     # Calibration and thresholds are fitted on the boxes that suppression keeps in the order
     # detection uses (field and placement margins), over every box above the floor.
-    floor = np.log(FLOOR / (1 - FLOOR))
     rank = margins + PLACEMENT_WEIGHT * place
-    kept, right = page_outcomes(header, rows, truth, margins, predicted_class, among=margins >= floor, rank=rank)
+    kept, right = page_outcomes(header, rows, truth, margins, predicted_class, rank=rank)
     synthetic_forms = int((form_fold < 0).sum())
     trained_on = lambda ks: {
         "forms": int(sum(1 for f in form_fold if f in ks)),

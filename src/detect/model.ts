@@ -127,7 +127,7 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   const nms = m.nms as { iou?: unknown; contain?: unknown; placementWeight?: unknown } | undefined;
   if (!nms || typeof nms.iou !== 'number' || typeof nms.contain !== 'number' || !(nms.iou > 0 && nms.iou <= 1) || !(nms.contain > 0 && nms.contain <= 1)) return fail('nms needs iou and contain in (0, 1]');
   // A placement model and its weight come together.
-  const placementWeight = nms.placementWeight ?? 0;
+  const placementWeight = nms.placementWeight === undefined ? 0 : nms.placementWeight;
   if (typeof placementWeight !== 'number' || !(Number.isFinite(placementWeight) && placementWeight >= 0)) return fail('nms.placementWeight must be a finite number, 0 or more');
   if ((m.placement === undefined) !== (nms.placementWeight === undefined)) return fail('placement (trees) and nms.placementWeight come together');
   const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight } };

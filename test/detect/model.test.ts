@@ -253,7 +253,7 @@ describe('the tree evaluator', () => {
     assert.throws(() => parseModel(withoutTrees), /come together/);
     const { placementWeight: __, ...nmsWithoutWeight } = nms;
     assert.throws(() => parseModel({ ...json, nms: nmsWithoutWeight }), /come together/);
-    for (const placementWeight of [-1, Infinity, '2']) assert.throws(() => parseModel({ ...json, nms: { ...nms, placementWeight } }), /placementWeight/);
+    for (const placementWeight of [-1, Infinity, '2', null]) assert.throws(() => parseModel({ ...json, nms: { ...nms, placementWeight } }), /placementWeight/);
     const old = parseModel({ ...withoutTrees, nms: nmsWithoutWeight });
     assert.equal(old.placement, undefined);
     assert.equal(old.nms.placementWeight, 0);
