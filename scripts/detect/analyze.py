@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""
+Where the learned layout detector's remaining errors are, out of fold: the figures of
+bench/README.md, "Where the rest of the gap is". Reads what `npm run train:detect` leaves in
+.cache/detect (the export and folds/oof.npz: every proposal's out-of-fold margin, class, placement
+margin and outcome) and uses train.py's own functions, so its rules are the ones trained with.
+
+    python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
+    python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
+    python3 scripts/detect/analyze.py trees 120 200   # F1 with only the first N field trees (retrains the 5 folds: minutes)
+
+With `trees` and a count above train.py's FIELD_ROUNDS, every field model of the run (the inner
+ones that weight the training rows too) is trained with that many rounds.
+
+Nothing here is used by detection or training; it only reads and prints.
+"""
+import collections
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train as T  # noqa: E402
+
+CLASSES = T.CLASSES
+
+
+class Data:
+    def __init__(self):
+        oof = os.path.join(T.FOLDS_DIR, "oof.npz")
+        if not os.path.exists(oof):
+            sys.exit(f"{oof} is missing: run `npm run train:detect` first")
+        self.header, self.X, self.rows, self.truth = T.load()
+        self.o = np.load(oof)
+        h = self.header
+        self.c = {n: T.column(h, n) for n in h["rowColumns"]}
+        self.tc = {n: T.column(h, n, "truthColumns") for n in h["truthColumns"]}
+        self.F = {n: i for i, n in enumerate(h["features"])}
+        self.kinds = h["kinds"]
+        self.forms = h["forms"]
+        fold_of, _ = T.assign_folds(h, self.truth)
+        form_fold = np.array([fold_of.get(f["repo"], -1) for f in self.forms])
+        self.row_fold = form_fold[self.rows[:, self.c["form"]].astype(int)]
+        self.truth_fold = form_fold[self.truth[:, self.tc["form"]].astype(int)]
+        self.real_rows = self.row_fold >= 0
+        self.real_truth = int((self.truth_fold >= 0).sum())
+        if len(self.o["margins"]) != len(self.rows) or not np.array_equal(self.o["fold"], self.row_fold):
+            sys.exit("oof.npz is not of this export: run `npm run train:detect` again")
+        self.kind = self.rows[:, self.c["kind"]].astype(int)
+        self.best_iou = self.rows[:, self.c["bestIou"]]
+
+    def outcome(self, margins, group=None, min_kept=300):
+        """
+        As train.py: calibration (one table, or one per value of `group`, the global one for groups
+        of fewer than `min_kept` kept boxes) and threshold per fold fitted on the other folds, then
+        suppression of the boxes that reach it by field + placement margin. (accepted, right, P, R, F1).
+        """
+        o, rows = self.o, self.rows
+        rank = margins + T.PLACEMENT_WEIGHT * o["place"]
+        kept, right = T.page_outcomes(self.header, rows, self.truth, margins, o["classes"], rank=rank)
+        group = np.zeros(len(rows), dtype=int) if group is None else group
+        probs = np.zeros(len(rows))
+        thresholds = []
+        for k in range(T.K):
+            others = kept & self.real_rows & (self.row_fold != k)
+            overall = T.calibrate(margins[others], right[others])
+            p = np.zeros(len(rows))
+            for g in np.unique(group):
+                own = others & (group == g)
+                table = T.calibrate(margins[own], right[own]) if own.sum() >= min_kept else overall
+                p[group == g] = T.apply_calibration(table, margins[group == g])
+            thresholds.append(T.best_threshold(p[others], right[others], int(((self.truth_fold != k) & (self.truth_fold >= 0)).sum())))
+            probs[self.row_fold == k] = p[self.row_fold == k]
+        reach = self.real_rows & (probs >= np.where(self.real_rows, np.array(thresholds)[np.maximum(self.row_fold, 0)], np.inf))
+        accepted, ok = T.page_outcomes(self.header, rows, self.truth, margins, o["classes"], among=reach, rank=rank)
+        a, m = int(accepted.sum()), int((accepted & ok).sum())
+        p_, r_ = m / max(1, a), m / self.real_truth
+        return a, m, p_, r_, 2 * p_ * r_ / max(1e-9, p_ + r_)
+
+
+def best_proposals(d):
+    """For every truth box of a real form: the index of the proposal of its page nearest to it (IoU) and that IoU."""
+    c, tc = d.c, d.tc
+    page_of_row = d.rows[:, c["form"]] * 10000 + d.rows[:, c["page"]]
+    page_of_truth = d.truth[:, tc["form"]] * 10000 + d.truth[:, tc["page"]]
+    order = np.argsort(page_of_row, kind="stable")
+    sorted_pages = page_of_row[order]
+    best = np.full(len(d.truth), -1)
+    best_iou = np.zeros(len(d.truth))
+    box = lambda a, cols: a[:, [cols["x"], cols["y"], cols["w"], cols["h"]]]
+    for g in np.flatnonzero(d.truth_fold >= 0):
+        lo, hi = np.searchsorted(sorted_pages, page_of_truth[g]), np.searchsorted(sorted_pages, page_of_truth[g], side="right")
+        if lo == hi:
+            continue
+        idx = order[lo:hi]
+        ious, _ = T.iou_matrix(box(d.truth[g : g + 1], tc), box(d.rows[idx], c))
+        j = int(np.argmax(ious[0]))
+        best[g], best_iou[g] = idx[j], ious[0, j]
+    return best, best_iou
+
+
+def misses(d):
+    o, c, tc = d.o, d.c, d.tc
+    accepted, right = o["accepted"], o["right_ranked"]
+    # Truth boxes found: those an accepted right box matches (page_outcomes matched each to one).
+    box = lambda a, cols: a[:, [cols["x"], cols["y"], cols["w"], cols["h"]]]
+    found = np.zeros(len(d.truth), dtype=bool)
+    hits = np.flatnonzero(accepted & right)
+    by_page = collections.defaultdict(list)
+    for g in np.flatnonzero(d.truth_fold >= 0):
+        by_page[(int(d.truth[g, tc["form"]]), int(d.truth[g, tc["page"]]))].append(g)
+    hits_by_page = collections.defaultdict(list)
+    for r in hits:
+        hits_by_page[(int(d.rows[r, c["form"]]), int(d.rows[r, c["page"]]))].append(r)
+    for key, rs in hits_by_page.items():
+        gs = by_page.get(key, [])
+        if not gs:
+            continue
+        ious, _ = T.iou_matrix(box(d.rows[rs], c), box(d.truth[gs], tc))
+        taken = np.zeros(len(gs), dtype=bool)
+        for n in range(len(rs)):
+            cand = np.where(~taken & (ious[n] >= T.MATCH_IOU), ious[n], -1)
+            b = int(np.argmax(cand))
+            if cand[b] >= T.MATCH_IOU:
+                taken[b] = True
+        for g, t in zip(gs, taken):
+            found[g] = t
+    real = d.truth_fold >= 0
+    missed = real & ~found
+    print(f"truth boxes of real forms {int(real.sum())}, found {int((real & found).sum())}, missed {int(missed.sum())}")
+
+    best, best_iou = best_proposals(d)
+    none_near = missed & (best_iou < 0.05)
+    near = missed & (best_iou >= 0.05) & (best_iou < T.MATCH_IOU)
+    print(f"\nno proposal at IoU >= {T.MATCH_IOU}: {int((real & (best_iou < T.MATCH_IOU)).sum())} (candidate recall {1 - (real & (best_iou < T.MATCH_IOU)).sum() / real.sum():.3f})")
+    repos = {d.forms[int(f)]["repo"] for f in d.truth[none_near, tc["form"]]}
+    none_classes = d.truth[none_near, tc["cls"]]
+    by_class = ", ".join(f"{name} {int((none_classes == k).sum())}" for k, name in enumerate(CLASSES))
+    print(f"  none even at IoU 0.05: {int(none_near.sum())} ({by_class}; {len(repos)} repositories)")
+    print("  the nearest proposal's kind, and the truth box against it (quartiles: width ratio, height ratio):")
+    groups = collections.defaultdict(list)
+    for g in np.flatnonzero(near):
+        r = best[g]
+        px, py, pw, ph = d.rows[r, [c["x"], c["y"], c["w"], c["h"]]]
+        tw, th = d.truth[g, [tc["w"], tc["h"]]]
+        groups[d.kinds[int(d.rows[r, c["kind"]])]].append((tw / pw, th / ph))
+    for kind, v in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        a = np.array(v)
+        q = lambda i: "/".join(f"{x:.2f}" for x in np.percentile(a[:, i], [25, 50, 75]))
+        print(f"    {kind:20s} {len(v):5d}   w {q(0)}   h {q(1)}")
+
+    taken_not = missed & (best_iou >= T.MATCH_IOU)
+    # The best proposal at IoU >= 0.5 may not be the one scored highest: per truth box, the highest
+    # calibrated probability among its proposals at IoU >= 0.5, and that proposal's kind.
+    print(f"\na proposal at IoU >= {T.MATCH_IOU} but not found: {int(taken_not.sum())}; by the kind of the one scored highest (and how many of them under 0.1):")
+    top = np.full(len(d.truth), -1)
+    top_p = np.full(len(d.truth), -1.0)
+    pages = collections.defaultdict(list)
+    for g in np.flatnonzero(taken_not):
+        pages[(int(d.truth[g, tc["form"]]), int(d.truth[g, tc["page"]]))].append(g)
+    page_key = d.rows[:, c["form"]] * 10000 + d.rows[:, c["page"]]
+    order = np.argsort(page_key, kind="stable")
+    sorted_keys = page_key[order]
+    for (f, p), gs in pages.items():
+        k = f * 10000 + p
+        idx = order[np.searchsorted(sorted_keys, k) : np.searchsorted(sorted_keys, k, side="right")]
+        ious, _ = T.iou_matrix(box(d.truth[gs], tc), box(d.rows[idx], c))
+        for n, g in enumerate(gs):
+            ok = ious[n] >= T.MATCH_IOU
+            j = int(np.argmax(np.where(ok, o["probs"][idx], -1)))
+            top[g], top_p[g] = idx[j], o["probs"][idx][j]
+    by_kind = collections.Counter(d.kinds[int(d.rows[top[g], c["kind"]])] for g in np.flatnonzero(taken_not))
+    low = collections.Counter(d.kinds[int(d.rows[top[g], c["kind"]])] for g in np.flatnonzero(taken_not & (top_p < 0.1)))
+    for kind, n in by_kind.most_common():
+        print(f"    {kind:20s} {n:5d}   under 0.1: {low[kind]}")
+
+    print("\nwhere nothing is printed, is there a field? (proposals of real forms, a field = IoU >= 0.5 with a truth box)")
+    X, F = d.X, d.F
+    field = d.best_iou >= T.MATCH_IOU
+    unmarked = (X[:, F["shape_iou"]] < 0.3) & (X[:, F["glyph_inside"]] == 0) & (X[:, F["sides_closed"]] == 0)
+    in_cell = X[:, F["cell_exists"]] == 1
+    named = (X[:, F["label_colon"]] == 1) & in_cell & (X[:, F["cell_text_words"]] <= 3) & (X[:, F["cell_touch_right"]] == 1)
+    cases = [
+        ("option-box", "beside an option word, in a cell, nothing printed", in_cell & unmarked),
+        ("option-box", "beside an option word, in no cell, nothing printed", ~in_cell & unmarked),
+        ("label-run", "after a label, in a cell, nothing printed", in_cell & unmarked),
+        ("cell-right-of-label", "the rest of a cell after a colon label (<= 3 words in it)", named),
+        ("label-run", "a run after a colon label to a cell's right edge (<= 3 words in it)", named),
+    ]
+    for kind, what, mask in cases:
+        sel = d.real_rows & (d.kind == d.kinds.index(kind)) & mask
+        forms_all = len(np.unique(d.rows[sel, c["form"]]))
+        forms_field = len(np.unique(d.rows[sel & field, c["form"]]))
+        mean = lambda m: float(o["probs"][m].mean()) if m.any() else float("nan")
+        print(f"  {what}: {int(sel.sum())} proposals, {int((sel & field).sum())} fields ({(sel & field).sum() / max(1, sel.sum()):.1%}), on {forms_field} of {forms_all} forms; mean probability: fields {mean(sel & field):.2f}, others {mean(sel & ~field):.2f}")
+
+    wrong = accepted & ~right & d.real_rows
+    b = d.best_iou[wrong]
+    print(f"\nwrong boxes: {int(wrong.sum())} of {int((accepted & d.real_rows).sum())} accepted; overlapping the nearest truth box at IoU < 0.05: {np.mean(b < 0.05):.0%}, 0.05-0.3: {np.mean((b >= 0.05) & (b < 0.3)):.0%}, 0.3 or more: {np.mean(b >= 0.3):.0%}")
+    print("  the misplaced ones (IoU 0.3-0.5) by kind, and the share on the kind's two forms that hold most:")
+    misplaced = wrong & (d.best_iou >= 0.3)
+    for kind, n in collections.Counter(d.kinds[k] for k in d.kind[misplaced]).most_common(8):
+        sel = misplaced & (d.kind == d.kinds.index(kind))
+        per_form = collections.Counter(d.rows[sel, c["form"]].astype(int)).most_common(2)
+        print(f"    {kind:20s} {n:5d}   two forms: {sum(v for _, v in per_form) / n:.0%} ({', '.join(d.forms[f]['name'] for f, _ in per_form)})")
+
+
+def calibration(d):
+    margins = d.o["margins"]
+    for name, group in [("one table", None), ("per class", d.o["classes"].astype(int)), ("per kind", d.kind)]:
+        a, m, p, r, f1 = d.outcome(margins, group)
+        print(f"{name:10s}: {a} accepted, {m} right: precision {p:.4f}, recall {r:.4f}, F1 {f1:.4f}")
+
+
+def trees(d, counts):
+    """Retrains the fold field models as train.py does, and scores each fold with its first N trees."""
+    import xgboost as xgb
+
+    T.FIELD_ROUNDS = max(T.FIELD_ROUNDS, max(counts))
+    margins = {n: np.zeros(len(d.rows)) for n in counts}
+    for k in range(T.K):
+        inner = T.inner_margins(d.X, d.best_iou, d.row_fold, k)
+        train = d.row_fold != k
+        field = T.train_field(d.X[train], d.best_iou[train], T.noise_weights(inner, d.best_iou, train)[train])
+        held_out = xgb.DMatrix(d.X[~train], nthread=2)
+        for n in counts:
+            margins[n][~train] = field.predict(held_out, output_margin=True, iteration_range=(0, n))
+        print(f"fold {k} trained", flush=True)
+    for n in counts:
+        a, m, p, r, f1 = d.outcome(margins[n])
+        print(f"{n} field trees: {a} accepted, {m} right: precision {p:.4f}, recall {r:.4f}, F1 {f1:.4f}", flush=True)
+
+
+def main():
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what not in ("misses", "calibration", "trees"):
+        sys.exit(__doc__)
+    d = Data()
+    if what == "misses":
+        misses(d)
+    elif what == "calibration":
+        calibration(d)
+    else:
+        counts = [int(a) for a in sys.argv[2:]] or [100, 150, 200]
+        trees(d, counts)
+
+
+if __name__ == "__main__":
+    main()
