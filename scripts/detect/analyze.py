@@ -5,14 +5,15 @@ bench/README.md, "Where the rest of the gap is". Reads what `npm run train:detec
 .cache/detect (the export and folds/oof.npz: every proposal's out-of-fold margin, class, placement
 margin and outcome) and uses train.py's own functions, so its rules are the ones trained with.
 
-    python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
-    python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
-    python3 scripts/detect/analyze.py trees 120 200   # F1 with only the first N field trees (retrains the 5 folds: minutes)
+    /usr/bin/python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
+    /usr/bin/python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
+    /usr/bin/python3 scripts/detect/analyze.py trees 120 200   # F1 with only the first N field trees (retrains the 5 folds: minutes)
 
 With `trees` and a count above train.py's FIELD_ROUNDS, every field model of the run (the inner
 ones that weight the training rows too) is trained with that many rounds.
 
-Nothing here is used by detection or training; it only reads and prints.
+Nothing here is used by detection or training; it only reads and prints. It needs the Python of
+`npm run train:detect` (numpy, scikit-learn and XGBoost: Debian's python3-xgboost and python3-sklearn).
 """
 import collections
 import os
