@@ -104,7 +104,9 @@ def best_proposals(d):
 def misses(d):
     o, c, tc = d.o, d.c, d.tc
     accepted, right = o["accepted"], o["right_ranked"]
-    # Truth boxes found: those an accepted right box matches (page_outcomes matched each to one).
+    # Truth boxes found: each right box (page_outcomes found it a truth box of its own) matched again
+    # here, greedily in row order; where two truth boxes could take one box, which one is found may
+    # differ from page_outcomes' order, never how many.
     box = lambda a, cols: a[:, [cols["x"], cols["y"], cols["w"], cols["h"]]]
     found = np.zeros(len(d.truth), dtype=bool)
     hits = np.flatnonzero(accepted & right)
