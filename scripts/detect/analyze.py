@@ -27,6 +27,11 @@ import train as T  # noqa: E402
 CLASSES = T.CLASSES
 
 
+def box(a, cols):
+    """The x, y, w, h columns of rows of the export (`cols`: their indexes by name)."""
+    return a[:, [cols["x"], cols["y"], cols["w"], cols["h"]]]
+
+
 class Data:
     def __init__(self):
         oof = os.path.join(T.FOLDS_DIR, "oof.npz")
@@ -50,6 +55,18 @@ class Data:
             sys.exit("oof.npz is not of this export: run `npm run train:detect` again")
         self.kind = self.rows[:, self.c["kind"]].astype(int)
         self.best_iou = self.rows[:, self.c["bestIou"]]
+        # The rows of each page, for lookups by page: sorted by (form, page), stable.
+        page_of_row = self.rows[:, self.c["form"]] * 10000 + self.rows[:, self.c["page"]]
+        self._order = np.argsort(page_of_row, kind="stable")
+        self._pages = page_of_row[self._order]
+
+    def rows_of_page(self, form, page):
+        """The indexes of a page's proposals, in export order."""
+        key = form * 10000 + page
+        return self._order[np.searchsorted(self._pages, key) : np.searchsorted(self._pages, key, side="right")]
+
+    def truth_page(self, g):
+        return int(self.truth[g, self.tc["form"]]), int(self.truth[g, self.tc["page"]])
 
     def outcome(self, margins, group=None, min_kept=300):
         """
@@ -83,18 +100,12 @@ class Data:
 def best_proposals(d):
     """For every truth box of a real form: the index of the proposal of its page nearest to it (IoU) and that IoU."""
     c, tc = d.c, d.tc
-    page_of_row = d.rows[:, c["form"]] * 10000 + d.rows[:, c["page"]]
-    page_of_truth = d.truth[:, tc["form"]] * 10000 + d.truth[:, tc["page"]]
-    order = np.argsort(page_of_row, kind="stable")
-    sorted_pages = page_of_row[order]
     best = np.full(len(d.truth), -1)
     best_iou = np.zeros(len(d.truth))
-    box = lambda a, cols: a[:, [cols["x"], cols["y"], cols["w"], cols["h"]]]
     for g in np.flatnonzero(d.truth_fold >= 0):
-        lo, hi = np.searchsorted(sorted_pages, page_of_truth[g]), np.searchsorted(sorted_pages, page_of_truth[g], side="right")
-        if lo == hi:
+        idx = d.rows_of_page(*d.truth_page(g))
+        if len(idx) == 0:
             continue
-        idx = order[lo:hi]
         ious, _ = T.iou_matrix(box(d.truth[g : g + 1], tc), box(d.rows[idx], c))
         j = int(np.argmax(ious[0]))
         best[g], best_iou[g] = idx[j], ious[0, j]
@@ -107,12 +118,11 @@ def misses(d):
     # Truth boxes found: each right box (page_outcomes found it a truth box of its own) matched again
     # here, greedily in row order; where two truth boxes could take one box, which one is found may
     # differ from page_outcomes' order (with the committed model the count is the same, 24,918).
-    box = lambda a, cols: a[:, [cols["x"], cols["y"], cols["w"], cols["h"]]]
     found = np.zeros(len(d.truth), dtype=bool)
     hits = np.flatnonzero(accepted & right)
     by_page = collections.defaultdict(list)
     for g in np.flatnonzero(d.truth_fold >= 0):
-        by_page[(int(d.truth[g, tc["form"]]), int(d.truth[g, tc["page"]]))].append(g)
+        by_page[d.truth_page(g)].append(g)
     hits_by_page = collections.defaultdict(list)
     for r in hits:
         hits_by_page[(int(d.rows[r, c["form"]]), int(d.rows[r, c["page"]]))].append(r)
@@ -161,13 +171,9 @@ def misses(d):
     top_p = np.full(len(d.truth), -1.0)
     pages = collections.defaultdict(list)
     for g in np.flatnonzero(taken_not):
-        pages[(int(d.truth[g, tc["form"]]), int(d.truth[g, tc["page"]]))].append(g)
-    page_key = d.rows[:, c["form"]] * 10000 + d.rows[:, c["page"]]
-    order = np.argsort(page_key, kind="stable")
-    sorted_keys = page_key[order]
-    for (f, p), gs in pages.items():
-        k = f * 10000 + p
-        idx = order[np.searchsorted(sorted_keys, k) : np.searchsorted(sorted_keys, k, side="right")]
+        pages[d.truth_page(g)].append(g)
+    for page, gs in pages.items():
+        idx = d.rows_of_page(*page)
         ious, _ = T.iou_matrix(box(d.truth[gs], tc), box(d.rows[idx], c))
         for n, g in enumerate(gs):
             ok = ious[n] >= T.MATCH_IOU
@@ -201,7 +207,7 @@ def misses(d):
     wrong = accepted & ~right & d.real_rows
     b = d.best_iou[wrong]
     print(f"\nwrong boxes: {int(wrong.sum())} of {int((accepted & d.real_rows).sum())} accepted; overlapping the nearest truth box at IoU < 0.05: {np.mean(b < 0.05):.0%}, 0.05-0.3: {np.mean((b >= 0.05) & (b < 0.3)):.0%}, 0.3 or more: {np.mean(b >= 0.3):.0%}")
-    print("  the misplaced ones (IoU 0.3-0.5) by kind, and the share on the kind's two forms that hold most:")
+    print("  the misplaced ones (IoU 0.3 or more) by kind, and the share on the kind's two forms that hold most:")
     misplaced = wrong & (d.best_iou >= 0.3)
     for kind, n in collections.Counter(d.kinds[k] for k in d.kind[misplaced]).most_common(8):
         sel = misplaced & (d.kind == d.kinds.index(kind))
@@ -239,15 +245,22 @@ def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what not in ("misses", "calibration", "trees"):
         sys.exit(__doc__)
+    counts = []
+    if what == "trees":
+        try:
+            counts = [int(a) for a in sys.argv[2:]] or [100, 150, 200]
+        except ValueError:
+            sys.exit("trees: the counts must be whole numbers of trees")
+        # (XGBoost reads an iteration range ending at 0 as every tree.)
+        if min(counts) < 1:
+            sys.exit("trees: the counts must be 1 or more")
     d = Data()
     if what == "misses":
         misses(d)
     elif what == "calibration":
         calibration(d)
     else:
-        counts = [int(a) for a in sys.argv[2:]] or [100, 150, 200]
         trees(d, counts)
-
 
 if __name__ == "__main__":
     main()
