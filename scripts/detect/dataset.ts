@@ -6,13 +6,16 @@
  * synthetic training pages of synthetic.ts (set `synth`, training only).
  *
  * Written once to `.cache/detect/pages/<set>--<name>.json` (git-ignored; nothing of ../shared goes
- * into the repository) and reused: a file already there is not read again unless `--force`.
+ * into the repository) and reused: a file already there is not read again unless `--force`, or
+ * unless the page reader changed since (its sources and pdf.js's version, stamped in
+ * `.cache/detect/pages/reader.txt`): then every form is read again.
  *
  *   node --import tsx scripts/detect/dataset.ts [--force] [--only <substring>]
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { version as pdfjsVersion } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { PageGraphics } from '../../src/detect/layout-page.js';
 import type { Rect } from '../../src/detect/types.js';
 import { stripWidgets } from '../../bench/corpus.js';
@@ -84,8 +87,26 @@ export function loadDataset(filter?: (file: string) => boolean): DataForm[] {
     .map((f) => JSON.parse(fs.readFileSync(path.join(PAGES_DIR, f), 'utf8')) as DataForm);
 }
 
+/** The code that turns a PDF page into what the detector reads: a change to it makes every cached page stale. */
+const READER_SOURCES = ['../../src/detect/layout-page.ts', '../../src/detect/page-text.ts', './read-form.ts'].map((f) => path.join(import.meta.dirname, f));
+
+function readerStamp(): string {
+  const hash = createHash('sha256').update(`pdfjs-dist ${pdfjsVersion}\n`);
+  for (const file of READER_SOURCES) hash.update(fs.readFileSync(file));
+  return hash.digest('hex').slice(0, 16);
+}
+
 async function build(force: boolean, only?: string): Promise<void> {
   fs.mkdirSync(PAGES_DIR, { recursive: true });
+  const stampFile = path.join(PAGES_DIR, 'reader.txt');
+  const stamp = readerStamp();
+  if (!force && fs.existsSync(PAGES_DIR) && fs.readdirSync(PAGES_DIR).some((f) => f.endsWith('.json'))) {
+    const before = fs.existsSync(stampFile) ? fs.readFileSync(stampFile, 'utf8') : '';
+    if (before !== stamp) {
+      console.log('the page reader changed since the data set was read: every form is read again');
+      force = true;
+    }
+  }
   const sets: Array<[DataForm['set'], string]> = [
     ['corpus', path.join(SHARED, 'corpus')],
     ['train', path.join(SHARED, 'corpus-train')],
@@ -148,6 +169,8 @@ async function build(force: boolean, only?: string): Promise<void> {
   for (const file of fs.readdirSync(PAGES_DIR)) {
     if (file.startsWith('synth--') && !synthetic.includes(path.join(PAGES_DIR, file))) fs.rmSync(path.join(PAGES_DIR, file));
   }
+  // Only a whole data set read by this reader is stamped (`--only` reads a part of it).
+  if (!only) fs.writeFileSync(stampFile, stamp);
   console.log(`data set: ${done} forms read, ${failed} skipped, in ${PAGES_DIR}`);
 }
 

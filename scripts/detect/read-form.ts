@@ -4,8 +4,8 @@
  * synthetic ones (synthetic.ts) go through the same reading.
  */
 import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { readPage, type PageGraphics, type TextContentItem } from '../../src/detect/layout-page.js';
-import { fontNames } from '../../src/detect/pipeline.js';
+import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
+import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
   const doc = await getDocument({ data: bytes, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
@@ -14,10 +14,8 @@ export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
     for (let p = 1; p <= doc.numPages; p++) {
       const page = await doc.getPage(p);
       const viewport = page.getViewport({ scale: 1 });
-      const content = await page.getTextContent();
-      const items = content.items.filter((i) => 'str' in i) as unknown as TextContentItem[];
       const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-      out.push(readPage(viewport, operators, items, fontNames(page)));
+      out.push(readPage(viewport, operators, readText(viewport, operators, pageFonts(page))));
       page.cleanup();
     }
     return out;

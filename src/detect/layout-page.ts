@@ -1,10 +1,11 @@
 /**
  * What the layout detector reads of a page: its drawn rules and boxes and its text, in points of
  * the displayed page (CropBox and /Rotate applied, origin top-left), from pdf.js's operator list
- * (with every transform applied: the CTM, form XObject matrices) and text content.
+ * (with every transform applied: the CTM, form XObject matrices) and the text runs `readText`
+ * (page-text.ts) reads from the same list.
  */
 import { OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { advance as helvetica } from './text-tags.js';
+import type { TextRun } from './page-text.js';
 
 /** A horizontal or vertical rule: `a..b` along it, at `at` across it. */
 export interface Segment {
@@ -85,33 +86,6 @@ interface OperatorList {
   argsArray: unknown[];
 }
 
-export interface TextContentItem {
-  str: string;
-  transform: number[];
-  width: number;
-  height: number;
-  /** pdf.js's id of the run's font (for `fontOf`). */
-  fontName?: string;
-}
-
-/**
- * Box glyphs of the symbol fonts that pdf.js reads as plain letters (no Unicode mapping):
- * ZapfDingbats o p q r (❏ ❐ ❑ ❒); Wingdings o q r ¨ ý þ; Wingdings 2 £ (Wingdings boxes that come
- * out in the private use area are in CHECK_GLYPHS already). Their other glyphs become bullets.
- */
-const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
-  [/dingbats/i, /[opqr]/g],
-  [/wingdings-?2|wingdings\s*2/i, /[£]/g],
-  [/wingdings/i, /[oqr¨ýþ]/g],
-];
-
-function symbolBoxes(str: string, font: string | undefined): string {
-  if (!font) return str;
-  // Their other glyphs (arrows, stars, bullets) are marks, not text: a bullet stands for each.
-  for (const [name, glyphs] of SYMBOL_BOXES) if (name.test(font)) return str.replace(glyphs, '\u2751').replace(SYMBOL_OTHER, '\u2022');
-  return str;
-}
-
 /**
  * Reads the rules, boxes and text of one page. `viewport` is pdf.js's page viewport at scale 1
  * (its `transform` maps PDF user space to the displayed page).
@@ -119,9 +93,8 @@ function symbolBoxes(str: string, font: string | undefined): string {
 export function readPage(
   viewport: { width: number; height: number; transform: number[] },
   ops: OperatorList,
-  items: readonly TextContentItem[],
-  /** The PostScript name of a run's font, where known (to read the box glyphs of symbol fonts). */
-  fontOf: (fontName: string) => string | undefined = () => undefined,
+  /** The page's text runs (`readText` of the same operator list). */
+  runs: readonly TextRun[],
 ): PageGraphics {
   const page: PageGraphics = { width: viewport.width, height: viewport.height, horizontal: [], vertical: [], shapes: [], words: [] };
   const base = viewport.transform as Matrix;
@@ -192,10 +165,7 @@ export function readPage(
         break;
     }
   }
-  for (const item of items) {
-    const font = item.fontName ? fontOf(item.fontName) : undefined;
-    splitWords(page, font ? { ...item, str: symbolBoxes(item.str, font) } : item, base);
-  }
+  for (const run of runs) splitWords(page, run, base);
   return page;
 }
 
@@ -364,19 +334,17 @@ export function rememberedByText<T>(answer: (s: string) => T): (s: string) => T 
 /** A test of a text, remembered by text (`rememberedByText`). */
 export const rememberedTest = (test: (s: string) => boolean): ((s: string) => boolean) => rememberedByText(test);
 
-/** In a symbol font: anything but white space and box glyphs. */
-const SYMBOL_OTHER = new RegExp(`[^\\s\u2751${CHECK_GLYPHS}]`, 'gu');
-
 /** Runs of underscores (fill-in lines typed as text) and check box glyphs: words of their own. */
 const UNDERSCORES = new RegExp(`_{3,}|[${CHECK_GLYPHS}]`, 'g');
 
 /**
- * A text item as words on the displayed page: split at runs of two or more spaces, and with runs
- * of three or more underscores as words of their own (their box is where the rule prints). Only
+ * A text run as words on the displayed page: split at runs of two or more spaces, and with runs
+ * of three or more underscores and check box glyphs as words of their own, each placed where its
+ * characters print (the run's `offsets`). Only
  * upright text (along the page's x axis after /Rotate) keeps its words' places; other text is one
  * word for the whole item.
  */
-function splitWords(page: PageGraphics, item: TextContentItem, base: Matrix): void {
+function splitWords(page: PageGraphics, item: TextRun, base: Matrix): void {
   if (!item.str || !item.str.trim()) return;
   const t = item.transform as Matrix;
   const m = multiply(t, base);
@@ -406,13 +374,9 @@ function splitWords(page: PageGraphics, item: TextContentItem, base: Matrix): vo
     return;
   }
   const str = item.str;
-  // Where a character of the run starts: its share of the run's advance, by Helvetica's widths
-  // (a run carries only its total advance; an even share per character would misplace
-  // underscores after narrow letters).
-  const prefix = new Float64Array(str.length + 1);
-  for (let i = 0; i < str.length; i++) prefix[i + 1] = prefix[i]! + helvetica(str[i]!);
-  const whole = prefix[str.length]! || 1;
-  const at = (i: number) => (advance * prefix[i]!) / whole;
+  // Where a character of the run starts, on the page (the run gives it in user space).
+  const scale = Math.hypot(base[0], base[1]);
+  const at = (i: number) => item.offsets[i]! * scale;
   // Pieces: underscore runs apart, and text split at two or more spaces.
   const pieces: Array<{ start: number; end: number }> = [];
   let last = 0;

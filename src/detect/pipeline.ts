@@ -4,8 +4,9 @@ import { detectAcroform, type WidgetAnnotation } from './acroform.js';
 import { refineWithAi, type AiConfig, type AiPageInput } from './ai.js';
 import { iou, type PageView } from './geometry.js';
 import { detectLayout } from './model.js';
-import { readPage, type TextContentItem } from './layout-page.js';
-import { detectTextTags, type TextItem } from './text-tags.js';
+import { readPage } from './layout-page.js';
+import { pageFonts, readText } from './page-text.js';
+import { detectTextTags } from './text-tags.js';
 import type { DetectedField, DetectionResult, Source } from './types.js';
 
 export interface DetectOptions {
@@ -60,21 +61,6 @@ async function review(pages: readonly AiPageInput[], options: DetectOptions, war
   return fields;
 }
 
-/**
- * The PostScript name of a page's font by pdf.js's id, where known: fonts are loaded once the
- * page's operator list is read, and their names tell symbol fonts apart (`readPage`). The
- * training data set reads pages with this same function, so the model sees what detection sees.
- */
-export function fontNames(page: { commonObjs: { has(id: string): boolean; get(id: string): unknown } }): (id: string) => string | undefined {
-  return (id) => {
-    try {
-      return page.commonObjs.has(id) ? (page.commonObjs.get(id) as { name?: string } | null)?.name : undefined;
-    } catch {
-      return undefined;
-    }
-  };
-}
-
 /** Sources in the order they win when two find the same box. */
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
 
@@ -108,8 +94,10 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
       toView: (x, y) => viewport.convertToViewportPoint(x, y) as [number, number],
     };
     const annotations = (await page.getAnnotations({ intent: 'display' })) as WidgetAnnotation[];
-    const content = await page.getTextContent();
-    const items = content.items.filter((item): item is TextItem & typeof item => 'str' in item);
+    // The printed page only (widget appearances are the acroform detector's); its text is read
+    // from the same operator list (page-text.ts).
+    const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
+    const items = readText(viewport, operators, pageFonts(page));
     annotated.push({ pageNumber, view, annotations });
     // Tags are read page by page (only a page that may hold one is looked at).
     const tags = items.some((i) => i.str.includes('{')) ? detectTextTags([{ pageNumber, view, items }], warnings) : [];
@@ -121,9 +109,7 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
       pageDone();
       continue;
     }
-    // The printed page only: widget appearances are the acroform detector's.
-    const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-    const graphics = readPage(viewport, operators, items as unknown as TextContentItem[], fontNames(page));
+    const graphics = readPage(viewport, operators, items);
     const fields = detectLayout(graphics, pageNumber);
     layout.push(...fields);
     if (wantAi && fields.length) {

@@ -9,6 +9,8 @@ export interface TextItem {
   transform: number[];
   /** Advance of the whole string in user space, along (a, b). */
   width: number;
+  /** Where each character starts, in user space along (a, b), when known (`readText`'s runs). */
+  offsets?: ArrayLike<number>;
 }
 
 export interface TextPage {
@@ -113,9 +115,9 @@ function parseTag(inner: string, warn: (problem: string) => void): ParsedTag | n
 
 /**
  * Advance widths of Helvetica (the standard font's metrics, in 1/1000 em) for the printable ASCII
- * characters. Text runs carry only their total advance; the share of it before a tag inside a
- * run is estimated with these widths (exact for Helvetica and Arial, close for most sans serifs,
- * and far better than an even share per character for any proportional font).
+ * characters. A text run that carries only its total advance (no `offsets`) has the share of it
+ * before a tag inside the run estimated with these widths (exact for Helvetica and Arial, close
+ * for most sans serifs, and far better than an even share per character for any proportional font).
  */
 const HELVETICA =
   '278,278,355,556,556,889,667,191,333,333,389,584,278,333,278,278,556,556,556,556,556,556,556,556,556,556,278,278,584,584,584,556,1015,667,667,722,722,667,611,778,722,278,500,667,556,833,722,778,667,778,722,667,611,722,667,944,667,667,611,278,278,278,469,556,333,556,556,500,556,556,278,556,556,222,222,500,222,833,556,556,556,556,333,500,278,556,500,722,500,500,500,334,260,334,584'
@@ -133,8 +135,9 @@ export function advance(text: string): number {
 
 /**
  * Corners, in user space, of the part of the page's text from character `from` to `to` (of the
- * runs read as one string): for each run it overlaps, the slice of the run's advance, from a fifth
- * of the font size below the baseline (descenders) to the font size above it.
+ * runs read as one string): for each run it overlaps, the slice of the run's advance (where its
+ * characters print, or estimated by Helvetica's widths), from a fifth of the font size below the
+ * baseline (descenders) to the font size above it.
  */
 function cornersOf(items: readonly TextItem[], starts: number[], from: number, to: number): Array<[number, number]> {
   const corners: Array<[number, number]> = [];
@@ -148,8 +151,9 @@ function cornersOf(items: readonly TextItem[], starts: number[], from: number, t
     const ux = a / along;
     const uy = b / along;
     const whole = advance(item.str) || 1;
-    const s = (advance(item.str.slice(0, Math.max(from, start) - start)) / whole) * item.width;
-    const t = (advance(item.str.slice(0, Math.min(to, end) - start)) / whole) * item.width;
+    const offset = (k: number) => (item.offsets?.length === item.str.length + 1 ? item.offsets[k]! : (advance(item.str.slice(0, k)) / whole) * item.width);
+    const s = offset(Math.max(from, start) - start);
+    const t = offset(Math.min(to, end) - start);
     const x0 = e + ux * s;
     const y0 = f + uy * s;
     const x1 = e + ux * t;

@@ -1,0 +1,344 @@
+/**
+ * A page's text read from its operator list (the `showText` operations pdf.js prepares for
+ * drawing), instead of a second parse of the page with `getTextContent`: the layout detector
+ * needs the operator list anyway, and `getTextContent` cost it more than the operator list itself
+ * (docs/decisions.md, "Text from the operator list").
+ *
+ * The runs follow `getTextContent`'s rules (pdf.js 5, `evaluator.js`): a run is one font at one
+ * size along one line; a gap of more than 0.6 em (or a step back of more than 0.2 em, or a move
+ * off the line) starts a new run; inside a run, a space glyph or a gap of at least 0.102 em is one
+ * space. Unlike `getTextContent`, every character keeps where it starts (`offsets`), so a run's
+ * words and underscore runs are placed where they print, not estimated from the run's width.
+ * Right-to-left runs are kept in drawing order (no bidi reordering).
+ */
+import { normalizeUnicode, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { CHECK_GLYPHS } from './layout-page.js';
+
+type Matrix = [number, number, number, number, number, number];
+
+/** What the reader needs of a font pdf.js loaded for the page (`page.commonObjs`). */
+export interface FontInfo {
+  /** PostScript name, when known (to read the box glyphs of symbol fonts). */
+  name?: string;
+  /** Glyph space to text space along x (`fontMatrix[0]`, 0.001 for all but Type 3 fonts). */
+  scale: number;
+  vertical: boolean;
+}
+
+/** A text run as the layout detector and the tag reader read it. */
+export interface TextRun {
+  str: string;
+  /** `[a, b, c, d, e, f]`: text space to PDF user space at the run's first glyph. */
+  transform: number[];
+  /** Advance of the whole run in user space, along (a, b). */
+  width: number;
+  /** Where each character of `str` starts, in user space along the run (`offsets[str.length]` is `width`). */
+  offsets: Float64Array;
+  /** pdf.js's id of the run's font. */
+  fontName: string;
+}
+
+interface OperatorList {
+  fnArray: ArrayLike<number>;
+  argsArray: ArrayLike<unknown>;
+}
+
+const IDENTITY: Matrix = [1, 0, 0, 1, 0, 0];
+
+const multiply = (m: Matrix, n: Matrix): Matrix => [
+  m[0] * n[0] + m[1] * n[2],
+  m[0] * n[1] + m[1] * n[3],
+  m[2] * n[0] + m[3] * n[2],
+  m[2] * n[1] + m[3] * n[3],
+  m[4] * n[0] + m[5] * n[2] + n[4],
+  m[4] * n[1] + m[5] * n[3] + n[5],
+];
+
+/** pdf.js's factors of the font size (`getTextContent`). */
+const SPACE_MIN = 0.102;
+const SPACE_MAX = 0.6;
+const BACK_MAX = -0.2;
+const OFF_LINE = 0.25;
+
+/**
+ * Box glyphs of the symbol fonts that pdf.js reads as plain letters (no Unicode mapping):
+ * ZapfDingbats o p q r (❏ ❐ ❑ ❒); Wingdings o q r ¨ ý þ; Wingdings 2 £ (Wingdings boxes that come
+ * out in the private use area are check glyphs already). Their other glyphs (arrows, stars,
+ * bullets) are marks, not text: a bullet stands for each.
+ */
+const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
+  [/dingbats/i, /^[opqr]$/],
+  [/wingdings-?2|wingdings\s*2/i, /^[£]$/],
+  [/wingdings/i, /^[oqr¨ýþ]$/],
+];
+
+/** The fonts of a pdf.js page, read once per id. */
+export function pageFonts(page: { commonObjs: { has(id: string): boolean; get(id: string): unknown } }): (id: string) => FontInfo | undefined {
+  const known = new Map<string, FontInfo | undefined>();
+  return (id) => {
+    if (known.has(id)) return known.get(id);
+    let info: FontInfo | undefined;
+    try {
+      const font = page.commonObjs.has(id) ? (page.commonObjs.get(id) as { name?: string; fontMatrix?: ArrayLike<number>; vertical?: boolean } | null) : null;
+      if (font) {
+        const scale = Number(font.fontMatrix?.[0] ?? 0.001);
+        info = { name: typeof font.name === 'string' ? font.name : undefined, scale: Number.isFinite(scale) && scale !== 0 ? scale : 0.001, vertical: font.vertical === true };
+      }
+    } catch {
+      info = undefined;
+    }
+    known.set(id, info);
+    return info;
+  };
+}
+
+interface Glyph {
+  unicode?: string;
+  width?: number;
+  isSpace?: boolean;
+}
+
+interface State {
+  ctm: Matrix;
+  font: FontInfo | undefined;
+  fontId: string;
+  size: number;
+  charSpacing: number;
+  wordSpacing: number;
+  hScale: number;
+  leading: number;
+  rise: number;
+}
+
+interface Open {
+  chars: string[];
+  offsets: number[];
+  /** Run origin (user space), unit direction along it, em (along) and height (up) in user space. */
+  ox: number;
+  oy: number;
+  ux: number;
+  uy: number;
+  em: number;
+  height: number;
+  transform: Matrix;
+  fontName: string;
+  size: number;
+  end: number;
+}
+
+/**
+ * The text runs of a page's operator list. `view` is the page's viewport at scale 1: glyphs whose
+ * origin lies off the displayed page are left out, as `getTextContent` leaves them out.
+ * `maxChars` bounds the work and memory (past it, no more text is read).
+ */
+export function readText(
+  viewport: { width: number; height: number; transform: number[] },
+  ops: OperatorList,
+  fonts: (id: string) => FontInfo | undefined,
+  maxChars = 200_000,
+): TextRun[] {
+  const base = viewport.transform as Matrix;
+  const runs: TextRun[] = [];
+  let state: State = { ctm: IDENTITY, font: undefined, fontId: '', size: 0, charSpacing: 0, wordSpacing: 0, hScale: 1, leading: 0, rise: 0 };
+  const stack: State[] = [];
+  let tm: Matrix = IDENTITY;
+  let tlm: Matrix = IDENTITY;
+  let open: Open | null = null;
+  let pendingSpace = false;
+  let chars = 0;
+  // The symbol font's mapping of the current font, found once per font id.
+  let symbolFor = '';
+  let symbol: RegExp | null = null;
+
+  const flush = () => {
+    if (open && open.chars.length) {
+      const str = open.chars.join('');
+      const offsets = Float64Array.from([...open.offsets, open.end]);
+      runs.push({ str, transform: open.transform, width: open.end, offsets, fontName: open.fontName });
+    }
+    open = null;
+    pendingSpace = false;
+  };
+  const moveText = (tx: number, ty: number) => {
+    tlm = [tlm[0], tlm[1], tlm[2], tlm[3], tx * tlm[0] + ty * tlm[2] + tlm[4], tx * tlm[1] + ty * tlm[3] + tlm[5]];
+    tm = tlm;
+  };
+  const num = (v: unknown, fallback = 0) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+
+  const show = (glyphs: unknown) => {
+    if (!Array.isArray(glyphs)) return;
+    const font = state.font;
+    const size = state.size;
+    // Text space (font size and horizontal scaling applied by hand below) to user space.
+    const m = multiply(tm, state.ctm);
+    const along = Math.hypot(m[0], m[1]);
+    const up = Math.hypot(m[2], m[3]);
+    let x = 0;
+    if (!font || !(size > 0) || !(along > 0) || !(up > 0) || font.vertical) {
+      // No usable font, or vertical writing: the glyphs advance the text matrix only.
+      for (const g of glyphs) x += typeof g === 'number' ? (-g * size) / 1000 : (num((g as Glyph).width) * size * (font?.scale ?? 0.001) + state.charSpacing) * state.hScale;
+      if (!font?.vertical) tm = [tm[0], tm[1], tm[2], tm[3], tm[4] + x * tm[0], tm[5] + x * tm[1]];
+      return;
+    }
+    if (symbolFor !== state.fontId) {
+      symbolFor = state.fontId;
+      symbol = null;
+      for (const [name, boxes] of SYMBOL_BOXES) if (font.name && name.test(font.name)) symbol = boxes;
+    }
+    const ux = m[0] / along;
+    const uy = m[1] / along;
+    const em = size * along;
+    const height = size * up;
+    for (const g of glyphs) {
+      if (typeof g === 'number') {
+        x += ((-g * size) / 1000) * state.hScale;
+        continue;
+      }
+      const glyph = g as Glyph;
+      const advance = (num(glyph.width) * size * font.scale + state.charSpacing + (glyph.isSpace ? state.wordSpacing : 0)) * state.hScale;
+      const start = x;
+      x += advance;
+      let text = typeof glyph.unicode === 'string' ? glyph.unicode : '';
+      if (!text.trim()) {
+        pendingSpace = true;
+        continue;
+      }
+      if (chars >= maxChars) continue;
+      // Where the glyph starts, in user space and on the displayed page.
+      const px = m[0] * start + m[2] * state.rise + m[4];
+      const py = m[1] * start + m[3] * state.rise + m[5];
+      const vx = base[0] * px + base[2] * py + base[4];
+      const vy = base[1] * px + base[3] * py + base[5];
+      const length = Math.max(advance * along, 0);
+      if (vx + length * Math.hypot(base[0], base[1]) < 0 || vx > viewport.width || vy < 0 || vy > viewport.height) continue;
+      if (symbol) text = symbol.test(text) ? '\u2751' : [...text].map((c) => (CHECK_GLYPHS.includes(c) ? c : '\u2022')).join('');
+      else if (text.length > 1 || text.charCodeAt(0) > 0x7f) text = normalizeUnicode(text);
+      let run: Open | null = open;
+      let offset = 0;
+      if (run) {
+        const dx = px - run.ox;
+        const dy = py - run.oy;
+        offset = dx * run.ux + dy * run.uy;
+        const across = dy * run.ux - dx * run.uy;
+        const gap = offset - run.end;
+        const same = run.fontName === state.fontId && run.size === size && Math.abs(run.ux * ux + run.uy * uy) > 0.999;
+        if (!same || Math.abs(across) > OFF_LINE * run.height || gap < BACK_MAX * run.em || gap > SPACE_MAX * run.em) {
+          flush();
+          run = null;
+        } else if (pendingSpace || gap >= SPACE_MIN * run.em) {
+          run.chars.push(' ');
+          run.offsets.push(run.end);
+        }
+      }
+      if (!run) {
+        offset = 0;
+        run = {
+          chars: [],
+          offsets: [],
+          ox: px,
+          oy: py,
+          ux,
+          uy,
+          em,
+          height,
+          transform: [size * state.hScale * m[0], size * state.hScale * m[1], size * m[2], size * m[3], px, py],
+          fontName: state.fontId,
+          size,
+          end: 0,
+        };
+        open = run;
+      }
+      // A ligature or a multi-letter glyph: its letters share its advance.
+      const n = text.length;
+      for (let k = 0; k < n; k++) {
+        run.chars.push(text[k]!);
+        run.offsets.push(offset + (length * k) / n);
+      }
+      chars += n;
+      run.end = Math.max(run.end, offset + length);
+      pendingSpace = false;
+    }
+    tm = [tm[0], tm[1], tm[2], tm[3], tm[4] + x * tm[0], tm[5] + x * tm[1]];
+  };
+
+  const { fnArray, argsArray } = ops;
+  for (let i = 0; i < fnArray.length; i++) {
+    const fn = fnArray[i];
+    const args = argsArray[i] as unknown[] | null;
+    switch (fn) {
+      case OPS.save:
+        stack.push(state);
+        state = { ...state };
+        break;
+      case OPS.restore:
+      case OPS.paintFormXObjectEnd:
+        state = stack.pop() ?? state;
+        break;
+      case OPS.transform:
+        if (args && args.length === 6 && args.every((v) => typeof v === 'number' && Number.isFinite(v))) state.ctm = multiply(args as Matrix, state.ctm);
+        break;
+      case OPS.paintFormXObjectBegin: {
+        stack.push(state);
+        state = { ...state };
+        const matrix = args?.[0] as ArrayLike<number> | null | undefined;
+        if (matrix?.length === 6 && Array.from(matrix).every(Number.isFinite)) state.ctm = multiply(Array.from(matrix) as Matrix, state.ctm);
+        break;
+      }
+      case OPS.beginText:
+        tm = tlm = IDENTITY;
+        break;
+      case OPS.setFont: {
+        const id = typeof args?.[0] === 'string' ? args[0] : '';
+        let size = num(args?.[1]);
+        if (size < 0) size = -size;
+        if (id !== state.fontId || size !== state.size) flush();
+        state.fontId = id;
+        state.font = id ? fonts(id) : undefined;
+        state.size = size;
+        break;
+      }
+      case OPS.setTextMatrix: {
+        const matrix = (args?.length === 1 ? args[0] : args) as ArrayLike<number> | null | undefined;
+        if (matrix?.length === 6 && Array.from(matrix).every(Number.isFinite)) tm = tlm = Array.from(matrix) as Matrix;
+        break;
+      }
+      case OPS.moveText:
+        moveText(num(args?.[0]), num(args?.[1]));
+        break;
+      case OPS.setLeadingMoveText:
+        state.leading = -num(args?.[1]);
+        moveText(num(args?.[0]), num(args?.[1]));
+        break;
+      case OPS.nextLine:
+        moveText(0, -state.leading);
+        break;
+      case OPS.setLeading:
+        state.leading = num(args?.[0]);
+        break;
+      case OPS.setCharSpacing:
+        state.charSpacing = num(args?.[0]);
+        break;
+      case OPS.setWordSpacing:
+        state.wordSpacing = num(args?.[0]);
+        break;
+      case OPS.setHScale:
+        state.hScale = num(args?.[0], 100) / 100;
+        break;
+      case OPS.setTextRise:
+        state.rise = num(args?.[0]);
+        break;
+      case OPS.showText:
+        show(args?.[0]);
+        break;
+      case OPS.paintImageXObject:
+      case OPS.paintImageMaskXObject:
+        // pdf.js ends the text run at an image too.
+        flush();
+        break;
+      default:
+        break;
+    }
+  }
+  flush();
+  return runs;
+}
