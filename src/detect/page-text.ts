@@ -44,6 +44,7 @@ interface OperatorList {
 }
 
 const IDENTITY: Matrix = [1, 0, 0, 1, 0, 0];
+const UNKNOWN_FONT: FontInfo = { scale: 0.001, vertical: false };
 
 const multiply = (m: Matrix, n: Matrix): Matrix => [
   m[0] * n[0] + m[1] * n[2],
@@ -127,9 +128,10 @@ interface Open {
 }
 
 /**
- * The text runs of a page's operator list. `view` is the page's viewport at scale 1: glyphs whose
- * origin lies off the displayed page are left out, as `getTextContent` leaves them out.
- * `maxChars` bounds the work and memory (past it, no more text is read).
+ * The text runs of a page's operator list (`AnnotationMode.DISABLE`: the printed page).
+ * `viewport` is the page's viewport at scale 1: glyphs whose origin lies off the displayed page
+ * are left out, as `getTextContent` leaves them out. `fonts` describes the page's fonts by
+ * pdf.js's id (`pageFonts`). `maxChars` bounds the work and memory (past it, no more text is read).
  */
 export function readText(
   viewport: { width: number; height: number; transform: number[] },
@@ -293,7 +295,8 @@ export function readText(
         if (size < 0) size = -size;
         if (id !== state.fontId || size !== state.size) flush();
         state.fontId = id;
-        state.font = id ? fonts(id) : undefined;
+        // A font pdf.js could not describe still shows glyphs with their widths and Unicode.
+        state.font = id ? (fonts(id) ?? UNKNOWN_FONT) : undefined;
         state.size = size;
         break;
       }
