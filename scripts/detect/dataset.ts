@@ -100,7 +100,7 @@ async function build(force: boolean, only?: string): Promise<void> {
   fs.mkdirSync(PAGES_DIR, { recursive: true });
   const stampFile = path.join(PAGES_DIR, 'reader.txt');
   const stamp = readerStamp();
-  if (!force && fs.existsSync(PAGES_DIR) && fs.readdirSync(PAGES_DIR).some((f) => f.endsWith('.json'))) {
+  if (!force && fs.readdirSync(PAGES_DIR).some((f) => f.endsWith('.json'))) {
     const before = fs.existsSync(stampFile) ? fs.readFileSync(stampFile, 'utf8') : '';
     if (before !== stamp) {
       console.log('the page reader changed since the data set was read: every form is read again');

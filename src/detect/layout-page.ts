@@ -342,7 +342,7 @@ const UNDERSCORES = new RegExp(`_{3,}|[${CHECK_GLYPHS}]`, 'g');
  * of three or more underscores and check box glyphs as words of their own, each placed where its
  * characters print (the run's `offsets`). Only
  * upright text (along the page's x axis after /Rotate) keeps its words' places; other text is one
- * word for the whole item.
+ * word for the whole run.
  */
 function splitWords(page: PageGraphics, item: TextRun, base: Matrix): void {
   if (!item.str || !item.str.trim()) return;
@@ -355,7 +355,7 @@ function splitWords(page: PageGraphics, item: TextRun, base: Matrix): void {
   const [ox, oy] = apply(base, t[4]!, t[5]!);
   const unitX = m[0] / along;
   const unitY = m[1] / along;
-  // Advance of the whole run on the page (pdf.js gives it in user space).
+  // Advance of the whole run on the page (the run gives it in user space).
   const advance = item.width * Math.hypot(base[0], base[1]);
   const upright = Math.abs(unitY) < 0.05 && unitX > 0;
   if (!upright) {

@@ -5,11 +5,13 @@
  * (docs/decisions.md, "Text from the operator list").
  *
  * The runs follow `getTextContent`'s rules (pdf.js 5, `evaluator.js`): a run is one font at one
- * size along one line; a gap of more than 0.6 em (or a step back of more than 0.2 em, or a move
- * off the line) starts a new run; inside a run, a space glyph or a gap of at least 0.102 em is one
- * space. Unlike `getTextContent`, every character keeps where it starts (`offsets`), so a run's
- * words and underscore runs are placed where they print, not estimated from the run's width.
- * Right-to-left runs are kept in drawing order (no bidi reordering).
+ * size along one line; a gap of more than 0.6 em between one glyph's ink and the next (or a step
+ * back of more than 0.2 em, or a move off the line) starts a new run; inside a run, a space glyph
+ * or a gap of at least 0.102 em is one space. Unlike `getTextContent`, a run does not end at
+ * marked content, an image or a form XObject (what prints decides), and every character keeps
+ * where it starts (`offsets`), so a run's words and underscore runs are placed where they print,
+ * not estimated from the run's width. Not read: vertical writing; right-to-left runs are kept in
+ * drawing order (no bidi reordering).
  */
 import { normalizeUnicode, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { CHECK_GLYPHS } from './layout-page.js';
@@ -166,52 +168,70 @@ export function readText(
     tm = tlm;
   };
   const num = (v: unknown, fallback = 0) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+  const setFont = (fontId: unknown, fontSize: unknown) => {
+    const id = typeof fontId === 'string' ? fontId : '';
+    const size = num(fontSize);
+    if (id !== state.fontId || size !== state.size) flush();
+    state.fontId = id;
+    // A font pdf.js could not describe still shows glyphs with their widths and Unicode.
+    state.font = id ? (fonts(id) ?? UNKNOWN_FONT) : undefined;
+    state.size = size;
+  };
 
   const show = (glyphs: unknown) => {
     if (!Array.isArray(glyphs)) return;
     const font = state.font;
+    // A negative size turns the glyphs 180° and runs them backwards (the spacings keep their sign).
     const size = state.size;
-    // Text space (font size and horizontal scaling applied by hand below) to user space.
+    const scale = font?.scale ?? 0.001;
+    // Text space to user space; the font size and horizontal scaling are applied by hand below.
     const m = multiply(tm, state.ctm);
     const along = Math.hypot(m[0], m[1]);
     const up = Math.hypot(m[2], m[3]);
+    // Where each glyph starts along the line, in text space (PDF 32000-1, 9.4.4: tx).
     let x = 0;
-    if (!font || !(size > 0) || !(along > 0) || !(up > 0) || font.vertical) {
-      // No usable font, or vertical writing: the glyphs advance the text matrix only.
-      for (const g of glyphs) x += typeof g === 'number' ? (-g * size) / 1000 : (num((g as Glyph).width) * size * (font?.scale ?? 0.001) + state.charSpacing) * state.hScale;
-      if (!font?.vertical) tm = [tm[0], tm[1], tm[2], tm[3], tm[4] + x * tm[0], tm[5] + x * tm[1]];
+    const width = (g: Glyph) => num(g.width) * size * scale * state.hScale;
+    const step = (g: unknown) =>
+      typeof g === 'number' ? ((-g * size) / 1000) * state.hScale : width(g as Glyph) + (state.charSpacing + ((g as Glyph).isSpace ? state.wordSpacing : 0)) * state.hScale;
+    const readable = font && !font.vertical && size !== 0 && along > 0 && up > 0;
+    if (!readable) {
+      // No font, a size of 0, a flat matrix, or vertical writing: the glyphs only move the text matrix.
+      if (!font?.vertical) {
+        for (const g of glyphs) x += step(g);
+        tm = [tm[0], tm[1], tm[2], tm[3], tm[4] + x * tm[0], tm[5] + x * tm[1]];
+      }
       return;
     }
     if (symbolFor !== state.fontId) {
       symbolFor = state.fontId;
-      symbol = null;
-      for (const [name, boxes] of SYMBOL_BOXES) if (font.name && name.test(font.name)) symbol = boxes;
+      // The first family that matches (Wingdings 2 before Wingdings).
+      symbol = SYMBOL_BOXES.find(([name]) => font.name !== undefined && name.test(font.name))?.[1] ?? null;
     }
-    const ux = m[0] / along;
-    const uy = m[1] / along;
-    const em = size * along;
-    const height = size * up;
+    const sign = size < 0 ? -1 : 1;
+    const ux = (sign * m[0]) / along;
+    const uy = (sign * m[1]) / along;
+    const em = Math.abs(size) * along;
+    const height = Math.abs(size) * up;
     for (const g of glyphs) {
-      if (typeof g === 'number') {
-        x += ((-g * size) / 1000) * state.hScale;
-        continue;
-      }
-      const glyph = g as Glyph;
-      const advance = (num(glyph.width) * size * font.scale + state.charSpacing + (glyph.isSpace ? state.wordSpacing : 0)) * state.hScale;
       const start = x;
-      x += advance;
+      x += step(g);
+      if (typeof g === 'number') continue;
+      const glyph = g as Glyph;
       let text = typeof glyph.unicode === 'string' ? glyph.unicode : '';
+      // A glyph with no Unicode prints nothing readable; a space glyph separates words.
+      if (!text) continue;
       if (!text.trim()) {
         pendingSpace = true;
         continue;
       }
       if (chars >= maxChars) continue;
-      // Where the glyph starts, in user space and on the displayed page.
+      // Where the glyph starts, in user space and on the displayed page, and how long its ink is
+      // along the run (the character and word spacing after it are gap, as for getTextContent).
       const px = m[0] * start + m[2] * state.rise + m[4];
       const py = m[1] * start + m[3] * state.rise + m[5];
       const vx = base[0] * px + base[2] * py + base[4];
       const vy = base[1] * px + base[3] * py + base[5];
-      const length = Math.max(advance * along, 0);
+      const length = Math.abs(width(glyph)) * along;
       if (vx + length * Math.hypot(base[0], base[1]) < 0 || vx > viewport.width || vy < 0 || vy > viewport.height) continue;
       if (symbol) text = symbol.test(text) ? '\u2751' : [...text].map((c) => (CHECK_GLYPHS.includes(c) ? c : '\u2022')).join('');
       else if (text.length > 1 || text.charCodeAt(0) > 0x7f) text = normalizeUnicode(text);
@@ -289,15 +309,15 @@ export function readText(
       case OPS.beginText:
         tm = tlm = IDENTITY;
         break;
-      case OPS.setFont: {
-        const id = typeof args?.[0] === 'string' ? args[0] : '';
-        let size = num(args?.[1]);
-        if (size < 0) size = -size;
-        if (id !== state.fontId || size !== state.size) flush();
-        state.fontId = id;
-        // A font pdf.js could not describe still shows glyphs with their widths and Unicode.
-        state.font = id ? (fonts(id) ?? UNKNOWN_FONT) : undefined;
-        state.size = size;
+      case OPS.setFont:
+        setFont(args?.[0], args?.[1]);
+        break;
+      case OPS.setGState: {
+        // An ExtGState may set the font too (`/Font [font size]`).
+        const entries = args?.[0];
+        if (Array.isArray(entries)) {
+          for (const entry of entries) if (Array.isArray(entry) && entry[0] === 'Font' && Array.isArray(entry[1])) setFont(entry[1][0], entry[1][1]);
+        }
         break;
       }
       case OPS.setTextMatrix: {
@@ -332,11 +352,6 @@ export function readText(
         break;
       case OPS.showText:
         show(args?.[0]);
-        break;
-      case OPS.paintImageXObject:
-      case OPS.paintImageMaskXObject:
-        // pdf.js ends the text run at an image too.
-        flush();
         break;
       default:
         break;

@@ -6,7 +6,7 @@ import { iou, type PageView } from './geometry.js';
 import { detectLayout } from './model.js';
 import { readPage } from './layout-page.js';
 import { pageFonts, readText } from './page-text.js';
-import { detectTextTags } from './text-tags.js';
+import { detectTextTags, type TextItem } from './text-tags.js';
 import type { DetectedField, DetectionResult, Source } from './types.js';
 
 export interface DetectOptions {
@@ -94,17 +94,28 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
       toView: (x, y) => viewport.convertToViewportPoint(x, y) as [number, number],
     };
     const annotations = (await page.getAnnotations({ intent: 'display' })) as WidgetAnnotation[];
-    // The printed page only (widget appearances are the acroform detector's); its text is read
-    // from the same operator list (page-text.ts).
+    annotated.push({ pageNumber, view, annotations });
+    // A page with fillable widgets says where its fields are: no layout detection there, so only
+    // its text is read, for tags (the text content costs less than the operator list on a page
+    // with images, which the operator list decodes).
+    const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
+    if (widgets) {
+      const content = await page.getTextContent();
+      const items = content.items.filter((item): item is TextItem & typeof item => 'str' in item);
+      // Tags are read page by page (only a page that may hold one is looked at).
+      if (items.some((i) => i.str.includes('{'))) tagged.push(...detectTextTags([{ pageNumber, view, items }], warnings));
+      page.cleanup();
+      pageDone();
+      continue;
+    }
+    // Any other page: the printed page only (widget appearances are the acroform detector's), its
+    // text read from the same operator list (page-text.ts).
     const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
     const items = readText(viewport, operators, pageFonts(page));
-    annotated.push({ pageNumber, view, annotations });
-    // Tags are read page by page (only a page that may hold one is looked at).
     const tags = items.some((i) => i.str.includes('{')) ? detectTextTags([{ pageNumber, view, items }], warnings) : [];
     tagged.push(...tags);
-    // A page with fillable widgets or tags says where its fields are: no layout detection there.
-    const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
-    if (widgets || tags.length) {
+    // A page with tags says where its fields are too.
+    if (tags.length) {
       page.cleanup();
       pageDone();
       continue;

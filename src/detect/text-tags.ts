@@ -2,7 +2,7 @@ import { CHOICE_FIELD_TYPES, defaultLabel, FIELD_TYPES, type FieldType } from '.
 import { boxOf, type PageView } from './geometry.js';
 import type { DetectedField } from './types.js';
 
-/** The properties of a pdf.js text item this detector reads (`page.getTextContent().items`). */
+/** The properties of a text run this detector reads (`readText`'s runs, or `page.getTextContent().items`). */
 export interface TextItem {
   str: string;
   /** `[a, b, c, d, e, f]`: text space to PDF user space; (a, b) runs along the text, (c, d) up it. */
@@ -124,7 +124,7 @@ const HELVETICA =
     .split(',')
     .map(Number);
 
-export function advance(text: string): number {
+function advance(text: string): number {
   let sum = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);

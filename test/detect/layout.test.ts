@@ -402,8 +402,8 @@ describe('layout detection: fields', () => {
     it('with the label inside at its top', async () => assertFills(await tallBox(), 1));
 
     // Since the model of the fourth session of 2026-11-28 (text read from the operator list), the
-    // empty run right of the label above the box is accepted too, at 0.365 against the threshold
-    // of 0.34 (the model before: under it): bench/README.md, "Text from the operator list".
+    // empty run right of the label above the box is accepted too, at 0.422 against the threshold
+    // of 0.36 (the model before: under it): bench/README.md, "Text from the operator list".
     it('with the label above it, and nothing else', { todo: TODO }, async () => assertFills(await tallBox(), 2));
   });
 

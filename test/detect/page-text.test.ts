@@ -17,18 +17,20 @@ import { detectTextTags } from '../../src/detect/text-tags.js';
 
 /**
  * A one-page PDF (612 × 792) with `content` as its content stream, the fonts F1 Helvetica,
- * F2 Times-Roman, F3 ZapfDingbats, and X1 a form XObject holding `form` (with `formMatrix`).
+ * F2 Times-Roman, F3 ZapfDingbats, F4 Wingdings2, the graphics state G1 (`/Font [F1 12]`), and X1
+ * a form XObject holding `form` (with `formMatrix`).
  */
 function rawPdf(content: string, form = '', formMatrix = '1 0 0 1 0 0'): Uint8Array {
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R >> /XObject << /X1 8 0 R >> >> >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R /F4 9 0 R >> /XObject << /X1 8 0 R >> /ExtGState << /G1 << /Type /ExtGState /Font [5 0 R 12] >> >> >> >>',
     `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
     '<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>',
     '<< /Type /Font /Subtype /Type1 /BaseFont /ZapfDingbats >>',
     `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Matrix [${formMatrix}] /Resources << /Font << /F1 5 0 R >> >> /Length ${form.length} >>\nstream\n${form}\nendstream`,
+    '<< /Type /Font /Subtype /TrueType /BaseFont /Wingdings2 /FirstChar 32 /LastChar 255 /Widths [' + Array(224).fill(800).join(' ') + '] >>',
   ];
   let out = '%PDF-1.7\n';
   const offsets: number[] = [];
@@ -116,17 +118,19 @@ describe('text runs read from the operator list', () => {
 
   it('follows the CTM, a form XObject matrix, text rise and rotated text', async () => {
     const { runs } = await read(
-      'q 2 0 0 2 10 20 cm BT /F1 10 Tf 50 300 Td 3 Ts (Big) Tj ET Q /X1 Do BT /F1 10 Tf 0 1 -1 0 300 100 Tm (Up) Tj ET',
+      'q 2 0 0 2 10 20 cm BT /F1 10 Tf 50 300 Td 3 Ts (Big) Tj ET Q q 2 0 0 2 0 0 cm /X1 Do Q BT /F1 10 Tf 0 1 -1 0 300 100 Tm (Up) Tj ET',
       'BT /F1 8 Tf 20 30 Td (Inside) Tj ET',
-      '1 0 0 1 200 400',
+      '1 0 0 1 50 100',
     );
     assert.deepEqual(strs(runs), ['Big', 'Inside', 'Up']);
     const [big, inside, up] = runs as [TextRun, TextRun, TextRun];
     close(big.transform[4]!, 10 + 2 * 50, 'Big x');
     close(big.transform[5]!, 20 + 2 * (300 + 3), 'Big baseline (raised by Ts)');
     close(big.width, 2 * helv('Big', 10), 'Big width');
-    close(inside.transform[4]!, 220, 'form x');
-    close(inside.transform[5]!, 430, 'form baseline');
+    // The form's matrix first, then the CTM around the Do: (20 + 50) × 2, (30 + 100) × 2.
+    close(inside.transform[4]!, 140, 'form x');
+    close(inside.transform[5]!, 260, 'form baseline');
+    close(inside.transform[0]!, 16, 'form font size along (8 × 2)');
     // Rotated 90°: the run runs up the page.
     close(up.transform[4]!, 300, 'Up x');
     close(up.transform[5]!, 100, 'Up y');
@@ -134,9 +138,41 @@ describe('text runs read from the operator list', () => {
     close(up.transform[1]!, 10, 'Up along y (font size 10)');
   });
 
-  it('leaves out text off the page and reads box glyphs of symbol fonts as boxes', async () => {
-    const { runs } = await read('BT /F1 10 Tf 700 700 Td (Outside) Tj ET BT /F3 10 Tf 100 600 Td (o) Tj /F1 10 Tf 12 0 Td (Yes) Tj ET');
-    assert.deepEqual(strs(runs), ['\u2751', 'Yes']);
+  it('leaves out text off the page and reads box glyphs of symbol fonts as boxes, their other glyphs as bullets', async () => {
+    // ZapfDingbats "o" is ❏ and "n" ■; Wingdings 2 "£" is a box and "o" not (in Wingdings it is).
+    const { runs } = await read('BT /F1 10 Tf 700 700 Td (Outside) Tj ET BT /F3 10 Tf 100 600 Td (on) Tj /F1 10 Tf 30 0 Td (Yes) Tj /F4 10 Tf 30 0 Td (\\243o) Tj ET');
+    assert.deepEqual(strs(runs), ['\u2751\u2022', 'Yes', '\u2751\u2022']);
+  });
+
+  it('moves to the next line by TL, T*, TD, \' and ", which also set the word and character spacing', async () => {
+    const { runs } = await read('BT /F1 10 Tf 14 TL 100 700 Td (One) Tj T* (Two) Tj 0 -20 TD (Three) Tj (Four) \' 3 0.5 (Five) " ET');
+    assert.deepEqual(strs(runs), ['One', 'Two', 'Three', 'Four', 'Five']);
+    assert.deepEqual(
+      runs.map((r) => [Number(r.transform[4]!.toFixed(3)), Number(r.transform[5]!.toFixed(3))]),
+      [[100, 700], [100, 686], [100, 666], [100, 646], [100, 626]],
+    );
+    // After " (Tw 3, Tc 0.5): each letter advances 0.5 pt more than its width.
+    close(runs[4]!.offsets[1]!, helv('F', 10) + 0.5, 'offset of i in Five');
+  });
+
+  it('takes character spacing as a gap between glyphs: a space at 0.102 em or more, a new run over 0.6 em', async () => {
+    const { runs } = await read('BT /F1 10 Tf 2 Tc 100 700 Td (AB) Tj 0 Tc 0 -20 Td (CD) Tj 7 Tc 0 -20 Td (EF) Tj ET');
+    assert.deepEqual(strs(runs), ['A B', 'CD', 'E', 'F']);
+    const [ab] = runs as [TextRun];
+    close(ab.offsets[2]!, helv('A', 10) + 2, 'B starts after A and the spacing');
+    close(ab.width, helv('A', 10) + 2 + helv('B', 10), 'the run ends where B ends, not after its spacing');
+  });
+
+  it('reads a negative font size as text turned 180° that runs backwards, and a font set by a graphics state', async () => {
+    const { runs } = await read('BT /F1 -10 Tf 300 700 Td (AB) Tj ET BT /G1 gs 100 600 Td (Hi) Tj ET');
+    assert.deepEqual(strs(runs), ['AB', 'Hi']);
+    const [ab, hi] = runs as [TextRun, TextRun];
+    close(ab.transform[0]!, -10, 'along, turned');
+    close(ab.transform[3]!, -10, 'up, turned');
+    close(ab.offsets[1]!, helv('A', 10), 'B after A, along the turned run');
+    close(ab.width, helv('AB', 10), 'run width');
+    close(hi.transform[0]!, 12, 'the size of the graphics state');
+    close(hi.width, helv('Hi', 12), 'run width at 12 pt');
   });
 });
 
