@@ -72,6 +72,8 @@ const OFF_LINE = 0.25;
 const SYMBOL_BOXES: Array<[RegExp, RegExp]> = [
   [/dingbats/i, /^[opqr]$/],
   [/wingdings-?2|wingdings\s*2/i, /^[£]$/],
+  // Wingdings 3 is arrows: no box glyph.
+  [/wingdings-?3|wingdings\s*3/i, /^$/],
   [/wingdings/i, /^[oqr¨ýþ]$/],
 ];
 
@@ -178,6 +180,16 @@ export function readText(
     state.size = size;
   };
 
+  /** Whether a glyph at (px, py), running along (ux, uy) at `size`, continues `run` (getTextContent's rules). */
+  const continues = (run: Open, px: number, py: number, ux: number, uy: number, size: number) => {
+    const dx = px - run.ox;
+    const dy = py - run.oy;
+    const gap = dx * run.ux + dy * run.uy - run.end;
+    const across = dy * run.ux - dx * run.uy;
+    const same = run.fontName === state.fontId && run.size === size && run.ux * ux + run.uy * uy > 0.999;
+    return same && Math.abs(across) <= OFF_LINE * run.height && gap >= BACK_MAX * run.em && gap <= SPACE_MAX * run.em;
+  };
+
   const show = (glyphs: unknown) => {
     if (!Array.isArray(glyphs)) return;
     const font = state.font;
@@ -218,9 +230,8 @@ export function readText(
       if (typeof g === 'number') continue;
       const glyph = g as Glyph;
       let text = typeof glyph.unicode === 'string' ? glyph.unicode : '';
-      // A glyph with no Unicode prints nothing readable; a space glyph separates words.
-      if (!text) continue;
-      if (!text.trim()) {
+      // A space glyph separates words; a glyph with no Unicode is ink with no text (below).
+      if (text && !text.trim()) {
         pendingSpace = true;
         continue;
       }
@@ -232,19 +243,21 @@ export function readText(
       const vx = base[0] * px + base[2] * py + base[4];
       const vy = base[1] * px + base[3] * py + base[5];
       const length = Math.abs(width(glyph)) * along;
-      if (vx + length * Math.hypot(base[0], base[1]) < 0 || vx > viewport.width || vy < 0 || vy > viewport.height) continue;
+      // (pdf.js's test: a turned glyph's ink runs to the left of its origin.)
+      if (vx + sign * length * Math.hypot(base[0], base[1]) < 0 || vx > viewport.width || vy < 0 || vy > viewport.height) continue;
+      if (!text) {
+        // Ink that reads as nothing: it extends the run it continues, and starts none.
+        if (open && continues(open, px, py, ux, uy, size)) open.end = Math.max(open.end, (px - open.ox) * open.ux + (py - open.oy) * open.uy + length);
+        continue;
+      }
       if (symbol) text = symbol.test(text) ? '\u2751' : [...text].map((c) => (CHECK_GLYPHS.includes(c) ? c : '\u2022')).join('');
       else if (text.length > 1 || text.charCodeAt(0) > 0x7f) text = normalizeUnicode(text);
       let run: Open | null = open;
       let offset = 0;
       if (run) {
-        const dx = px - run.ox;
-        const dy = py - run.oy;
-        offset = dx * run.ux + dy * run.uy;
-        const across = dy * run.ux - dx * run.uy;
+        offset = (px - run.ox) * run.ux + (py - run.oy) * run.uy;
         const gap = offset - run.end;
-        const same = run.fontName === state.fontId && run.size === size && Math.abs(run.ux * ux + run.uy * uy) > 0.999;
-        if (!same || Math.abs(across) > OFF_LINE * run.height || gap < BACK_MAX * run.em || gap > SPACE_MAX * run.em) {
+        if (!continues(run, px, py, ux, uy, size)) {
           flush();
           run = null;
         } else if (pendingSpace || gap >= SPACE_MIN * run.em) {

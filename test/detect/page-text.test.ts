@@ -17,20 +17,21 @@ import { detectTextTags } from '../../src/detect/text-tags.js';
 
 /**
  * A one-page PDF (612 × 792) with `content` as its content stream, the fonts F1 Helvetica,
- * F2 Times-Roman, F3 ZapfDingbats, F4 Wingdings2, the graphics state G1 (`/Font [F1 12]`), and X1
+ * F2 Times-Roman, F3 ZapfDingbats, F4 Wingdings2, F5 Wingdings3, the graphics state G1 (`/Font [F1 12]`), and X1
  * a form XObject holding `form` (with `formMatrix`).
  */
 function rawPdf(content: string, form = '', formMatrix = '1 0 0 1 0 0'): Uint8Array {
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R /F4 9 0 R >> /XObject << /X1 8 0 R >> /ExtGState << /G1 << /Type /ExtGState /Font [5 0 R 12] >> >> >> >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R /F2 6 0 R /F3 7 0 R /F4 9 0 R /F5 10 0 R >> /XObject << /X1 8 0 R >> /ExtGState << /G1 << /Type /ExtGState /Font [5 0 R 12] >> >> >> >>',
     `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
     '<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>',
     '<< /Type /Font /Subtype /Type1 /BaseFont /ZapfDingbats >>',
     `<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Matrix [${formMatrix}] /Resources << /Font << /F1 5 0 R >> >> /Length ${form.length} >>\nstream\n${form}\nendstream`,
     '<< /Type /Font /Subtype /TrueType /BaseFont /Wingdings2 /FirstChar 32 /LastChar 255 /Widths [' + Array(224).fill(800).join(' ') + '] >>',
+    '<< /Type /Font /Subtype /TrueType /BaseFont /Wingdings3 /FirstChar 32 /LastChar 255 /Widths [' + Array(224).fill(800).join(' ') + '] >>',
   ];
   let out = '%PDF-1.7\n';
   const offsets: number[] = [];
@@ -139,9 +140,12 @@ describe('text runs read from the operator list', () => {
   });
 
   it('leaves out text off the page and reads box glyphs of symbol fonts as boxes, their other glyphs as bullets', async () => {
-    // ZapfDingbats "o" is ❏ and "n" ■; Wingdings 2 "£" is a box and "o" not (in Wingdings it is).
-    const { runs } = await read('BT /F1 10 Tf 700 700 Td (Outside) Tj ET BT /F3 10 Tf 100 600 Td (on) Tj /F1 10 Tf 30 0 Td (Yes) Tj /F4 10 Tf 30 0 Td (\\243o) Tj ET');
-    assert.deepEqual(strs(runs), ['\u2751\u2022', 'Yes', '\u2751\u2022']);
+    // ZapfDingbats "o" is ❏ and "n" ■; Wingdings 2 "£" is a box and "o" not (in Wingdings it is);
+    // Wingdings 3 is arrows.
+    const { runs } = await read(
+      'BT /F1 10 Tf 700 700 Td (Outside) Tj ET BT /F3 10 Tf 100 600 Td (on) Tj /F1 10 Tf 30 0 Td (Yes) Tj /F4 10 Tf 30 0 Td (\\243o) Tj /F5 10 Tf 30 0 Td (oq) Tj ET',
+    );
+    assert.deepEqual(strs(runs), ['\u2751\u2022', 'Yes', '\u2751\u2022', '\u2022\u2022']);
   });
 
   it('moves to the next line by TL, T*, TD, \' and ", which also set the word and character spacing', async () => {
@@ -164,9 +168,11 @@ describe('text runs read from the operator list', () => {
   });
 
   it('reads a negative font size as text turned 180° that runs backwards, and a font set by a graphics state', async () => {
-    const { runs } = await read('BT /F1 -10 Tf 300 700 Td (AB) Tj ET BT /G1 gs 100 600 Td (Hi) Tj ET');
+    // The turned "W" at x 5 has its ink left of the page (its origin is on it): left out, as pdf.js does.
+    const { runs } = await read('BT /F1 -10 Tf 300 700 Td (AB) Tj ET BT /G1 gs 100 600 Td (Hi) Tj ET BT /F1 -10 Tf 5 500 Td (W) Tj ET');
     assert.deepEqual(strs(runs), ['AB', 'Hi']);
     const [ab, hi] = runs as [TextRun, TextRun];
+    close(ab.transform[4]!, 300, 'the run starts at its first glyph');
     close(ab.transform[0]!, -10, 'along, turned');
     close(ab.transform[3]!, -10, 'up, turned');
     close(ab.offsets[1]!, helv('A', 10), 'B after A, along the turned run');
