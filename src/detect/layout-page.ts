@@ -50,9 +50,11 @@ export interface PageGraphics {
   words: Word[];
 }
 
-type Matrix = [number, number, number, number, number, number];
+/** A PDF matrix `[a, b, c, d, e, f]`. */
+export type Matrix = [number, number, number, number, number, number];
 
-const multiply = (m: Matrix, n: Matrix): Matrix => [
+/** `m` then `n` (a point is mapped by `m`, then by `n`). */
+export const multiply = (m: Matrix, n: Matrix): Matrix => [
   m[0] * n[0] + m[1] * n[2],
   m[0] * n[1] + m[1] * n[3],
   m[2] * n[0] + m[3] * n[2],

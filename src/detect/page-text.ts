@@ -14,9 +14,7 @@
  * drawing order (no bidi reordering).
  */
 import { normalizeUnicode, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { CHECK_GLYPHS } from './layout-page.js';
-
-type Matrix = [number, number, number, number, number, number];
+import { CHECK_GLYPHS, multiply, type Matrix } from './layout-page.js';
 
 /** What the reader needs of a font pdf.js loaded for the page (`page.commonObjs`). */
 export interface FontInfo {
@@ -47,15 +45,6 @@ interface OperatorList {
 
 const IDENTITY: Matrix = [1, 0, 0, 1, 0, 0];
 const UNKNOWN_FONT: FontInfo = { scale: 0.001, vertical: false };
-
-const multiply = (m: Matrix, n: Matrix): Matrix => [
-  m[0] * n[0] + m[1] * n[2],
-  m[0] * n[1] + m[1] * n[3],
-  m[2] * n[0] + m[3] * n[2],
-  m[2] * n[1] + m[3] * n[3],
-  m[4] * n[0] + m[5] * n[2] + n[4],
-  m[4] * n[1] + m[5] * n[3] + n[5],
-];
 
 /** pdf.js's factors of the font size (`getTextContent`). */
 const SPACE_MIN = 0.102;
