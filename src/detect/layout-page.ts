@@ -5,7 +5,6 @@
  * (page-text.ts) reads from the same list.
  */
 import { OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import type { TextRun } from './page-text.js';
 
 /** A horizontal or vertical rule: `a..b` along it, at `at` across it. */
 export interface Segment {
@@ -37,6 +36,19 @@ export interface Word extends Box {
   str: string;
   /** Font size in points (the height of the text line). */
   size: number;
+}
+
+/** A text run as the layout detector and the tag reader read it (`readText`, page-text.ts). */
+export interface TextRun {
+  str: string;
+  /** `[a, b, c, d, e, f]`: text space to PDF user space at the run's first glyph. */
+  transform: number[];
+  /** Advance of the whole run in user space, along (a, b). */
+  width: number;
+  /** Where each character of `str` starts, in user space along the run (`offsets[str.length]` is `width`). */
+  offsets: Float64Array;
+  /** pdf.js's id of the run's font. */
+  fontName: string;
 }
 
 export interface PageGraphics {

@@ -14,7 +14,9 @@
  * drawing order (no bidi reordering).
  */
 import { normalizeUnicode, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { CHECK_GLYPHS, multiply, type Matrix } from './layout-page.js';
+import { CHECK_GLYPHS, multiply, type Matrix, type TextRun } from './layout-page.js';
+
+export type { TextRun };
 
 /** What the reader needs of a font pdf.js loaded for the page (`page.commonObjs`). */
 export interface FontInfo {
@@ -25,18 +27,6 @@ export interface FontInfo {
   vertical: boolean;
 }
 
-/** A text run as the layout detector and the tag reader read it. */
-export interface TextRun {
-  str: string;
-  /** `[a, b, c, d, e, f]`: text space to PDF user space at the run's first glyph. */
-  transform: number[];
-  /** Advance of the whole run in user space, along (a, b). */
-  width: number;
-  /** Where each character of `str` starts, in user space along the run (`offsets[str.length]` is `width`). */
-  offsets: Float64Array;
-  /** pdf.js's id of the run's font. */
-  fontName: string;
-}
 
 interface OperatorList {
   fnArray: ArrayLike<number>;
