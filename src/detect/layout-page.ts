@@ -75,6 +75,14 @@ export const multiply = (m: Matrix, n: Matrix): Matrix => [
   m[4] * n[1] + m[5] * n[3] + n[5],
 ];
 
+/** A matrix given by pdf.js (an array or a Float32Array of 6 finite numbers), else null. */
+export function matrixOf(value: unknown): Matrix | null {
+  const m = value as ArrayLike<unknown> | null | undefined;
+  if (m?.length !== 6) return null;
+  const out = Array.from(m);
+  return out.every((v) => typeof v === 'number' && Number.isFinite(v)) ? (out as Matrix) : null;
+}
+
 const apply = (m: Matrix, x: number, y: number): [number, number] => [m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]];
 
 /** Lines thinner than this (points) drawn as filled rectangles are rules, not areas. */
@@ -139,8 +147,8 @@ export function readPage(
       case OPS.paintFormXObjectBegin: {
         stack.push({ ctm, lineWidth, fillLevel, strokeLevel });
         // The form's /Matrix: pdf.js gives it as a Float32Array (or null).
-        const matrix = args[0] as ArrayLike<number> | null | undefined;
-        if (matrix?.length === 6 && Array.from(matrix).every(Number.isFinite)) ctm = multiply(Array.from(matrix) as Matrix, ctm);
+        const matrix = matrixOf(args[0]);
+        if (matrix) ctm = multiply(matrix, ctm);
         break;
       }
       case OPS.setLineWidth:

@@ -14,7 +14,7 @@
  * drawing order (no bidi reordering).
  */
 import { normalizeUnicode, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
-import { CHECK_GLYPHS, multiply, type Matrix, type TextRun } from './layout-page.js';
+import { CHECK_GLYPHS, matrixOf, multiply, type Matrix, type TextRun } from './layout-page.js';
 
 export type { TextRun };
 
@@ -288,14 +288,16 @@ export function readText(
       case OPS.paintFormXObjectEnd:
         state = stack.pop() ?? state;
         break;
-      case OPS.transform:
-        if (args && args.length === 6 && args.every((v) => typeof v === 'number' && Number.isFinite(v))) state.ctm = multiply(args as Matrix, state.ctm);
+      case OPS.transform: {
+        const matrix = matrixOf(args);
+        if (matrix) state.ctm = multiply(matrix, state.ctm);
         break;
+      }
       case OPS.paintFormXObjectBegin: {
         stack.push(state);
         state = { ...state };
-        const matrix = args?.[0] as ArrayLike<number> | null | undefined;
-        if (matrix?.length === 6 && Array.from(matrix).every(Number.isFinite)) state.ctm = multiply(Array.from(matrix) as Matrix, state.ctm);
+        const matrix = matrixOf(args?.[0]);
+        if (matrix) state.ctm = multiply(matrix, state.ctm);
         break;
       }
       case OPS.beginText:
@@ -313,8 +315,9 @@ export function readText(
         break;
       }
       case OPS.setTextMatrix: {
-        const matrix = (args?.length === 1 ? args[0] : args) as ArrayLike<number> | null | undefined;
-        if (matrix?.length === 6 && Array.from(matrix).every(Number.isFinite)) tm = tlm = Array.from(matrix) as Matrix;
+        // pdf.js 5 gives the matrix as one argument; older versions gave six.
+        const matrix = matrixOf(args?.length === 1 ? args[0] : args);
+        if (matrix) tm = tlm = matrix;
         break;
       }
       case OPS.moveText:
