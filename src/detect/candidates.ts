@@ -165,31 +165,12 @@ export class Grid<T extends Box> {
   readonly hitIndexes: number[] = [];
   /** Items covering more than BIG_CELLS cells. */
   private readonly big: number[] = [];
-  /**
-   * For a grid of thin items along one axis (`band`: rules), the items' first column and row
-   * (-1: big or filed nowhere), their indexes sorted by their low edge across the band, and the
-   * largest extent of an item across it.
-   */
-  private readonly firstCol?: Int32Array;
-  private readonly firstRow?: Int32Array;
-  private readonly sorted?: Int32Array;
-  private readonly lowEdges?: Float64Array;
-  private readonly thickest: number = 0;
-  /** The scan order of the hits of the last band scan (`scanBand`). */
-  private readonly bandKeys: number[] = [];
 
-  /**
-   * With `band`, the items are thin across `band` ('y': horizontal rules, 'x': vertical ones),
-   * and a scan finds them by their position across it (a binary search in a sorted list) rather
-   * than cell by cell: a long rule is filed in many cells, which a wide scan visits one by one.
-   * It finds the same items in the same order (as the cells would have met them).
-   */
   constructor(
     readonly items: readonly T[],
     size: number,
     width: number,
     height: number,
-    private readonly band?: 'x' | 'y',
   ) {
     // At most about 40,000 cells, whatever the page's size.
     this.size = Math.max(size, Math.sqrt((Math.max(width, 1) * Math.max(height, 1)) / 40_000));
@@ -245,23 +226,6 @@ export class Grid<T extends Box> {
       if (c1s[i]! < 0) continue;
       for (let r = r1s[i]!; r <= r2s[i]!; r++) for (let c = c1s[i]!; c <= c2s[i]!; c++) this.filed[next[r * this.cols + c]!++] = i;
     }
-    if (band) {
-      this.firstCol = c1s;
-      this.firstRow = r1s;
-      const low = band === 'y' ? this.y1 : this.x1;
-      const high = band === 'y' ? this.y2 : this.x2;
-      const indexed: number[] = [];
-      for (let i = 0; i < n; i++) {
-        if (c1s[i]! < 0) continue;
-        indexed.push(i);
-        // (An extent that is not a number, of an item at an infinite edge, makes every scan start at the first item.)
-        const extent = high[i]! - low[i]!;
-        if (!(extent <= this.thickest)) this.thickest = Number.isNaN(extent) ? Infinity : extent;
-      }
-      indexed.sort((a, b) => low[a]! - low[b]! || a - b);
-      this.sorted = Int32Array.from(indexed);
-      this.lowEdges = Float64Array.from(indexed, (i) => low[i]!);
-    }
   }
 
   private col(x: number): number {
@@ -295,7 +259,6 @@ export class Grid<T extends Box> {
   scan(x1: number, y1: number, x2: number, y2: number): number {
     let n = 0;
     if (!(x2 >= x1 && y2 >= y1)) return n;
-    if (this.sorted) return this.scanBand(x1, y1, x2, y2);
     if (++this.epoch === 0xffffffff) {
       this.stamp.fill(0);
       this.epoch = 1;
@@ -330,65 +293,6 @@ export class Grid<T extends Box> {
     }
     return n;
   }
-  /**
-   * `scan` of a grid of thin items: big items first, as `scan` meets them; then the items whose
-   * low edge across the band lies within the thickest item of the scanned range, those that
-   * overlap it, in the order `scan` would meet them: by the first of their cells that it visits
-   * (row by row), then by index.
-   */
-  private scanBand(x1: number, y1: number, x2: number, y2: number): number {
-    const { hits, hitIndexes, items, big, cols } = this;
-    const sorted = this.sorted!;
-    const lowEdges = this.lowEdges!;
-    const firstCol = this.firstCol!;
-    const firstRow = this.firstRow!;
-    const bx1 = this.x1;
-    const by1 = this.y1;
-    const bx2 = this.x2;
-    const by2 = this.y2;
-    let n = 0;
-    for (let k = 0; k < big.length; k++) {
-      const i = big[k]!;
-      if (bx1[i]! <= x2 && bx2[i]! >= x1 && by1[i]! <= y2 && by2[i]! >= y1) {
-        hitIndexes[n] = i;
-        hits[n++] = items[i]!;
-      }
-    }
-    const bigs = n;
-    const alongY = this.band === 'y';
-    const from = (alongY ? y1 : x1) - this.thickest;
-    const to = alongY ? y2 : x2;
-    // The first item whose low edge is at or past `from`.
-    let lo = 0;
-    let hi = sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (lowEdges[mid]! < from) lo = mid + 1;
-      else hi = mid;
-    }
-    const c1 = this.col(x1);
-    const r1 = this.row(y1);
-    const keys = this.bandKeys;
-    for (let k = lo; k < sorted.length && lowEdges[k]! <= to; k++) {
-      const i = sorted[k]!;
-      if (!(bx1[i]! <= x2 && bx2[i]! >= x1 && by1[i]! <= y2 && by2[i]! >= y1)) continue;
-      // Where `scan` meets it: the first visited cell of its rows and columns, then its index.
-      const key = (Math.max(r1, firstRow[i]!) * cols + Math.max(c1, firstCol[i]!)) * items.length + i;
-      // Insertion into the hits met so far, in that order.
-      let j = n++;
-      while (j > bigs && keys[j - 1]! > key) {
-        keys[j] = keys[j - 1]!;
-        hitIndexes[j] = hitIndexes[j - 1]!;
-        hits[j] = hits[j - 1]!;
-        j--;
-      }
-      keys[j] = key;
-      hitIndexes[j] = i;
-      hits[j] = items[i]!;
-    }
-    return n;
-  }
-
 }
 
 /** A rule as a box (for the grid): horizontal rules are `a..b` wide at `at`, verticals tall. */
@@ -470,8 +374,8 @@ export class PageModel {
     const sizes = this.text.map((w) => w.size).sort((a, b) => a - b);
     this.lineHeight = sizes.length ? Math.min(14, Math.max(7, sizes[Math.floor(sizes.length / 2)]!)) : 10;
     const cell = 24;
-    this.hGrid = new Grid(this.horizontal.map(hBox), cell, page.width, page.height, 'y');
-    this.vGrid = new Grid(this.vertical.map(vBox), cell, page.width, page.height, 'x');
+    this.hGrid = new Grid(this.horizontal.map(hBox), cell, page.width, page.height);
+    this.vGrid = new Grid(this.vertical.map(vBox), cell, page.width, page.height);
     this.wordGrid = new Grid(this.words, cell, page.width, page.height);
     this.lines = textLines(this.text);
     this.textRight = this.text.reduce((m, w) => Math.max(m, w.x + w.w), 0);
