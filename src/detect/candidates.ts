@@ -1126,21 +1126,9 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   const buckets: Proposal[][] = Array.from({ length: ORDER.length + 1 }, () => []);
   for (const p of proposals) buckets[PRIORITY.get(p.kind)!]!.push(p);
   const kept: Proposal[] = [];
-  // The kept boxes by the cell of their top-left corner: an open-addressing table of the cells
-  // (at most one a proposal) to the last box kept in each, each box linking to the one before.
+  const grid = new Map<number, Proposal[]>();
   const cell = 16;
   const cols = Math.ceil(width / cell) + 4;
-  let size = 16;
-  while (size < proposals.length * 2) size *= 2;
-  const mask = size - 1;
-  const keys = new Float64Array(size);
-  const heads = new Int32Array(size).fill(-1);
-  const before: number[] = [];
-  const slotOf = (key: number) => {
-    let h = Math.imul(key, 0x9e3779b1) >>> 0 & mask;
-    while (heads[h] !== -1 && keys[h] !== key) h = (h + 1) & mask;
-    return h;
-  };
   for (const bucket of buckets) {
     for (const p of bucket) {
       const cx = Math.floor(p.x / cell);
@@ -1149,17 +1137,19 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       // Near-identical boxes have their top-left corners within a cell of each other.
       for (let r = cy - 1; r <= cy + 1 && !clash; r++)
         for (let c = cx - 1; c <= cx + 1 && !clash; c++) {
-          for (let k = heads[slotOf(r * cols + c)]!; k >= 0 && !clash; k = before[k]!) {
-            const q = kept[k]!;
+          const list = grid.get(r * cols + c);
+          if (!list) continue;
+          for (let k = 0; k < list.length && !clash; k++) {
+            const q = list[k]!;
             if (q.cls === p.cls && iouBox(p, q) > 0.9) clash = true;
           }
         }
       if (clash) continue;
-      const slot = slotOf(cy * cols + cx);
-      keys[slot] = cy * cols + cx;
-      before.push(heads[slot]!);
-      heads[slot] = kept.length;
       kept.push(p);
+      const key = cy * cols + cx;
+      const list = grid.get(key);
+      if (list) list.push(p);
+      else grid.set(key, [p]);
     }
   }
   return kept;
