@@ -3,7 +3,7 @@
  * it (`.cache/detect/pages/corpus--*.json`, read by `readPage`): the page read for them and the
  * proposals (candidates.ts `PageModel`, `proposeWith`), their features (features.ts
  * `featuresWith`), the trees (the committed model's field margins of every proposal: `margins`
- * where the code has it, with the model's early cut where it has one, else `margin` row by row),
+ * where the code has it, with the model's early cuts where it has them, else `margin` row by row),
  * and the whole `detectLayout`. CPU time of this process, medians of BENCH_ROUNDS rounds over all
  * pages.
  *
@@ -28,9 +28,9 @@ interface Code {
   proposeWith: (model: unknown) => unknown[];
   featuresWith: (model: unknown, proposals: unknown[]) => ArrayLike<ArrayLike<number>>;
   detectLayout: (page: unknown, pageNumber: number) => unknown[];
-  defaultModel: () => { field: unknown; features: string[]; cut?: unknown };
+  defaultModel: () => { field: unknown; features: string[]; cut?: unknown; cuts?: unknown };
   margin: (set: unknown, row: ArrayLike<number>) => number;
-  margins?: (set: unknown, rows: Float32Array, count: number, width: number, cut?: unknown) => Float64Array;
+  margins?: (set: unknown, rows: Float32Array, count: number, width: number, cut?: unknown) => Float64Array; // an EarlyCut, or its list (the code since the model has several cuts)
 }
 
 const load = async (dir: string): Promise<Code> => {
@@ -70,8 +70,8 @@ for (let round = 0; round <= ROUNDS; round++) {
       const matrix = new Float32Array(rows.length * N);
       for (let i = 0; i < rows.length; i++) matrix.set(rows[i]!, i * N);
       c = cpu();
-      // With the model's early cut where it has one (code before the cut ignores the argument).
-      if (code.margins) code.margins(model.field, matrix, rows.length, N, model.cut);
+      // With the model's early cuts where it has them (one `cut` before, a list `cuts` since; code before any cut ignores the argument).
+      if (code.margins) code.margins(model.field, matrix, rows.length, N, model.cuts ?? model.cut);
       else for (let i = 0; i < rows.length; i++) code.margin(model.field, matrix.subarray(i * N, (i + 1) * N));
       trees += cpu() - c;
     }

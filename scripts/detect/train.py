@@ -131,14 +131,15 @@ NMS_CONTAIN = 0.7
 # Boxes scored under this raw probability are never fields: left out of suppression and calibration.
 FLOOR = 0.02
 MATCH_IOU = 0.5
-# The trees' early cut (src/detect/model.ts, `margins`): a proposal whose margin after the first
-# CUT_AFTER trees is under the model's cut is not walked through the others; it cannot become a
-# field. The cut (`early_cut`) is CUT_SAFETY under the lowest partial margin of the boxes that
-# reach the threshold: out of fold (each scored by the fold model blind to it; for a fold model,
-# the other folds' only) and among the model's own training rows (so that the model gives the
-# same fields with and without the cut on every page it was trained on). bench/README.md: about
-# 40 % of a corpus page's proposals stop after 50 of the 200 trees.
-CUT_AFTER = 50
+# The trees' early cuts (src/detect/model.ts, `margins`): a proposal whose margin after the first
+# `after` trees (each of CUTS_AFTER) is under the model's cut there is not walked through the
+# others; it cannot become a field. Each cut (`early_cuts`) is CUT_SAFETY under the lowest partial
+# margin there of the boxes that reach the threshold: out of fold (each scored by the fold model
+# blind to it; for a fold model, the other folds' only) and among the model's own training rows
+# (so that the model gives the same fields with and without the cuts on every page it was
+# trained on). bench/README.md: about 40 % of a corpus page's proposals stop after 50 of the 200
+# trees; the later cuts stop about a third of the others before they reach the last trees.
+CUTS_AFTER = (50, 75, 100, 125, 150)
 CUT_SAFETY = 0.5
 
 
@@ -393,24 +394,28 @@ def train_class(X, y):
     return xgb.train(CLASS_PARAMS, xgb.DMatrix(X, label=y, nthread=2), CLASS_ROUNDS)
 
 
-def early_cut(field, X, own, calibration, threshold, blind_partial):
+def early_cuts(field, X, own, calibration, threshold, blind_partial):
     """
-    A model's cut (CUT_AFTER): CUT_SAFETY under the lowest margin after CUT_AFTER trees of a box
-    reaching `threshold`, among its training rows `own` (scored by itself) and `blind_partial`:
-    the partial margins of the out-of-fold boxes that reached their fold's threshold, each scored
-    by its own fold's model (for fold k's model, the other folds' boxes; for the final model, all
-    of them: the fold models stand in for it on rows it was trained on).
+    A model's cuts, one for each of CUTS_AFTER: CUT_SAFETY under the lowest margin after that
+    many trees of a box reaching `threshold`, among its training rows `own` (scored by itself) and
+    `blind_partial` (a row per cut): the partial margins of the out-of-fold boxes that reached
+    their fold's threshold, each scored by its own fold's model (for fold k's model, the other
+    folds' boxes; for the final model, all of them: the fold models stand in for it on rows it
+    was trained on).
     """
     data = xgb.DMatrix(X[own], nthread=2)
     reach = apply_calibration(calibration, field.predict(data, output_margin=True)) >= threshold
-    mine = field.predict(data, output_margin=True, iteration_range=(0, CUT_AFTER))[reach]
-    lowest = float(min(mine.min(initial=np.inf), blind_partial.min(initial=np.inf)))
-    if not np.isfinite(lowest):
-        sys.exit("train.py: no box reaches the threshold, so the early cut has nothing to stay under")
-    return lowest - CUT_SAFETY
+    cuts = []
+    for j, after in enumerate(CUTS_AFTER):
+        mine = field.predict(data, output_margin=True, iteration_range=(0, after))[reach]
+        lowest = float(min(mine.min(initial=np.inf), blind_partial[j].min(initial=np.inf)))
+        if not np.isfinite(lowest):
+            sys.exit("train.py: no box reaches the threshold, so the early cuts have nothing to stay under")
+        cuts.append(lowest - CUT_SAFETY)
+    return cuts
 
 
-def model_json(header, field, classes, placement, calibration, threshold, cut, trained_on):
+def model_json(header, field, classes, placement, calibration, threshold, cuts, trained_on):
     base, trees, _ = export_trees(field)
     cbase, ctrees, cinfo = export_trees(classes)
     pbase, ptrees, _ = export_trees(placement)
@@ -424,7 +429,7 @@ def model_json(header, field, classes, placement, calibration, threshold, cut, t
         "threshold": threshold,
         "placement": {"baseMargin": round(float(np.log(pbase / (1 - pbase))), 6), "trees": ptrees},
         "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN, "placementWeight": PLACEMENT_WEIGHT},
-        "cut": {"after": CUT_AFTER, "margin": round(float(cut), 6)},
+        "cuts": [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, cuts)],
         "floor": FLOOR,
         "trainedOn": trained_on,
     }
@@ -458,8 +463,8 @@ def main():
     print(f"folds (truth boxes): {totals}")
 
     margins = np.zeros(len(rows))
-    # Out-of-fold margins after the first CUT_AFTER trees (for the early cut).
-    partial = np.zeros(len(rows))
+    # Out-of-fold margins after the first trees, for each early cut (CUTS_AFTER).
+    partial = np.zeros((len(CUTS_AFTER), len(rows)))
     class_probs = np.zeros((len(rows), len(CLASSES)))
     # Out-of-fold placement margins.
     place = np.zeros(len(rows))
@@ -477,7 +482,8 @@ def main():
         test = ~train
         held_out = xgb.DMatrix(X[test], nthread=2)
         margins[test] = field.predict(held_out, output_margin=True)
-        partial[test] = field.predict(held_out, output_margin=True, iteration_range=(0, CUT_AFTER))
+        for j, after in enumerate(CUTS_AFTER):
+            partial[j, test] = field.predict(held_out, output_margin=True, iteration_range=(0, after))
         class_probs[test] = classes.predict(held_out)
         placement = train_placement(X[train], best_iou[train])
         place[test] = placement.predict(held_out, output_margin=True)
@@ -520,15 +526,20 @@ def main():
     matched = int((accepted & right_ranked).sum())
     print(f"out of fold, suppressed by field and placement margins: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
 
-    # The early cut: from the boxes at or above their threshold (suppressed or not) of the other folds.
-    cuts = [early_cut(fold_models[k][0], X, row_fold != k, calibrations[k], summary[k], partial[reaching & (row_fold != k)]) for k in range(K)]
+    # The early cuts: from the boxes at or above their threshold (suppressed or not) of the other folds.
+    cuts = [early_cuts(fold_models[k][0], X, row_fold != k, calibrations[k], summary[k], partial[:, reaching & (row_fold != k)]) for k in range(K)]
     for k, (field, classes, placement) in enumerate(fold_models):
         info = trained_on({i for i in range(K) if i != k})
         write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, placement, calibrations[k], summary[k], cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
     write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary, "cuts": cuts})
-    row_cut = np.where(real_rows, np.array(cuts)[np.maximum(row_fold, 0)], -np.inf)
-    stopped = real_rows & (partial < row_cut)
-    print(f"early cut after {CUT_AFTER} trees (margins {', '.join(f'{c:.2f}' for c in cuts)} by fold): {stopped.sum() / max(1, real_rows.sum()):.1%} of the proposals stop there out of fold; boxes at or above the threshold among them: {int((stopped & reaching).sum())} (accepted: {int((stopped & accepted).sum())})")
+    # Where each proposal stops out of fold: the first cut it is under (a proposal under none goes through every tree).
+    going = real_rows.copy()
+    for j, after in enumerate(CUTS_AFTER):
+        row_cut = np.where(real_rows, np.array([c[j] for c in cuts])[np.maximum(row_fold, 0)], -np.inf)
+        stopped = going & (partial[j] < row_cut)
+        going &= ~stopped
+        print(f"early cut after {after} trees (margins {', '.join(f'{c[j]:.2f}' for c in cuts)} by fold): {stopped.sum() / max(1, real_rows.sum()):.1%} of the proposals stop there out of fold; boxes at or above the threshold among them: {int((stopped & reaching).sum())} (accepted: {int((stopped & accepted).sum())})")
+    print(f"early cuts: {going.sum() / max(1, real_rows.sum()):.1%} of the proposals go through all {FIELD_ROUNDS} trees out of fold")
     # For diagnosis: every proposal's out-of-fold score and outcome.
     # (fold -1: synthetic rows, never scored: their margins, kept and right mean nothing.)
     np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold, place=place, accepted=accepted, right_ranked=right_ranked)
@@ -542,9 +553,9 @@ def main():
     placement = train_placement(X, best_iou)
     calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
     threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
-    # Its cut: from its own rows and every fold's boxes that reached their threshold, scored blind.
-    cut = early_cut(field, X, np.ones(len(rows), dtype=bool), calibration, threshold, partial[reaching])
-    final = model_json(header, field, classes, placement, calibration, threshold, cut, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
+    # Its cuts: from its own rows and every fold's boxes that reached their threshold, scored blind.
+    cuts = early_cuts(field, X, np.ones(len(rows), dtype=bool), calibration, threshold, partial[:, reaching])
+    final = model_json(header, field, classes, placement, calibration, threshold, cuts, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
     write_json(MODEL, final)
     print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")
 

@@ -64,12 +64,12 @@ export interface LayoutModel {
    */
   placement?: TreeSet;
   /**
-   * The early cut (`margins`), when the model has one: a proposal whose margin after the first
-   * `after` field trees is under `margin` is walked no further and is no field. train.py sets it
+   * The early cuts (`margins`), when the model has them: a proposal whose margin after the first
+   * `after` field trees is under `margin` is walked no further and is no field. train.py sets each
    * under the partial margin of every box that reached the threshold, out of fold and on the
    * model's own training rows.
    */
-  cut?: EarlyCut;
+  cuts?: EarlyCut[];
 }
 
 export interface EarlyCut {
@@ -132,12 +132,14 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   if ((m.placement === undefined) !== (nms.placementWeight === undefined)) return fail('placement (trees) and nms.placementWeight come together');
   const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight } };
   if (m.placement !== undefined) parsed.placement = parseTreeSet(m.placement, names.length, 'placement');
-  if (m.cut !== undefined) {
-    const cut = m.cut as Partial<EarlyCut> | null;
-    if (!cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin)) {
-      return fail('cut needs after (a whole number of trees, at least 1 and fewer than the field trees) and a finite margin');
+  if (m.cuts !== undefined) {
+    const cuts = m.cuts as Array<Partial<EarlyCut> | null>;
+    const bad = (cut: Partial<EarlyCut> | null, i: number) =>
+      !cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || (i > 0 && !(cut.after! > cuts[i - 1]!.after!)) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin);
+    if (!Array.isArray(cuts) || cuts.some(bad)) {
+      return fail('cuts needs a list of early cuts, each with after (a whole number of trees, at least 1, fewer than the field trees and more than the cut before) and a finite margin');
     }
-    parsed.cut = { after: cut.after!, margin: cut.margin };
+    parsed.cuts = cuts.map((cut) => ({ after: cut!.after!, margin: cut!.margin! }));
   }
   return parsed;
 }
@@ -238,27 +240,52 @@ const BLOCK = 64;
  * about 4 times faster on many rows: each tree is walked for all the rows in turn, 8 rows at a
  * time, in its complete form.
  *
- * With a `cut` (the model's early cut), the first `cut.after` trees are walked for every row, and
- * the others only for the rows whose margin so far is at least `cut.margin`; a row cut there gets
- * -Infinity (which `detectLayout` never accepts). The other rows' margins are the same numbers as
- * without a cut. A cut at or after the last tree is no cut; `cut.after` must be a whole number of
- * at least 1.
+ * With `cuts` (the model's early cuts, by increasing `after`), the first `cuts[0].after` trees
+ * are walked for every row, the trees up to the next cut only for the rows whose margin so far is
+ * at least `cuts[0].margin`, and so on; a row cut gets -Infinity (which `detectLayout` never
+ * accepts). The other rows' margins are the same numbers as without cuts. A cut at or after the
+ * last tree is no cut; each `after` must be a whole number of at least 1, more than the one before.
  */
-export function margins(set: TreeSet, rows: Float32Array, count: number, width: number, cut?: EarlyCut): Float64Array {
-  if (cut && !(Number.isInteger(cut.after) && cut.after >= 1)) throw new Error(`layout model: an early cut after ${cut.after} trees`);
-  if (!cut || cut.after >= set.trees.length) return sumLeaves(set, rows, count, width, null, 1);
-  const out = sumLeaves(set, rows, count, width, null, 1, 0, cut.after);
-  const going: number[] = [];
-  for (let i = 0; i < count; i++) {
-    if (out[i]! >= cut.margin) going.push(i);
-    else out[i] = -Infinity;
+export function margins(set: TreeSet, rows: Float32Array, count: number, width: number, cuts: readonly EarlyCut[] = []): Float64Array {
+  let from = 0;
+  for (const cut of cuts) {
+    if (!(Number.isInteger(cut.after) && cut.after > from)) throw new Error(`layout model: an early cut after ${cut.after} trees (cuts need whole numbers of trees, at least 1, increasing)`);
+    from = cut.after;
   }
-  if (!going.length) return out;
-  // The rows that go on, together, through the other trees (each sum carried on in the trees' order).
-  const rest = new Float32Array(going.length * width);
-  going.forEach((i, k) => rest.set(rows.subarray(i * width, (i + 1) * width), k * width));
-  const finished = sumLeaves(set, rest, going.length, width, null, 1, cut.after, set.trees.length, Float64Array.from(going, (i) => out[i]!));
-  going.forEach((i, k) => (out[i] = finished[k]!));
+  const stages = cuts.filter((c) => c.after < set.trees.length);
+  if (!stages.length) return sumLeaves(set, rows, count, width, null, 1);
+  const out = new Float64Array(count).fill(set.baseMargin);
+  // The rows still going (their indexes, and their features laid end to end) and their sums so far.
+  let going = Int32Array.from({ length: count }, (_, i) => i);
+  let goingRows: Float32Array = rows;
+  let sums: Float64Array = out;
+  from = 0;
+  for (const cut of stages) {
+    sums = sumLeaves(set, goingRows, going.length, width, null, 1, from, cut.after, sums);
+    from = cut.after;
+    // The rows under the cut stop here; the others, together, go on through the next trees (each
+    // sum carried on in the trees' order).
+    let kept = 0;
+    for (let k = 0; k < going.length; k++) if (sums[k]! >= cut.margin) kept++;
+    const next = new Int32Array(kept);
+    const nextSums = new Float64Array(kept);
+    const nextRows = new Float32Array(kept * width);
+    let j = 0;
+    for (let k = 0; k < going.length; k++) {
+      if (sums[k]! >= cut.margin) {
+        next[j] = going[k]!;
+        nextSums[j] = sums[k]!;
+        nextRows.set(goingRows.subarray(k * width, (k + 1) * width), j * width);
+        j++;
+      } else out[going[k]!] = -Infinity;
+    }
+    going = next;
+    goingRows = nextRows;
+    sums = nextSums;
+    if (!kept) return out;
+  }
+  sums = sumLeaves(set, goingRows, going.length, width, null, 1, from, set.trees.length, sums);
+  for (let k = 0; k < going.length; k++) out[going[k]!] = sums[k]!;
   return out;
 }
 
@@ -424,7 +451,7 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
   const { proposals, matrix, read } = proposalMatrix(page);
   const width = model.features.length;
   const rowOf = (i: number) => matrix.subarray(i * width, (i + 1) * width);
-  const fieldMargins = margins(model.field, matrix, proposals.length, width, model.cut);
+  const fieldMargins = margins(model.field, matrix, proposals.length, width, model.cuts);
   // Only the boxes at or above the threshold can be accepted. The calibration never decreases, so
   // they are the first boxes in the order of their margins: nothing else is sorted or classed.
   const likely: number[] = [];

@@ -197,7 +197,7 @@ describe('the tree evaluator', () => {
     // A cut in the middle of these rows' partial margins, so that some go on and some stop.
     const cutMargin = [...partials].sort((a, b) => a - b)[Math.floor(count / 2)]!;
     const full = margins(model.field, rows, count, width);
-    const cut = margins(model.field, rows, count, width, { after, margin: cutMargin });
+    const cut = margins(model.field, rows, count, width, [{ after, margin: cutMargin }]);
     let stopped = 0;
     for (let i = 0; i < count; i++) {
       if (partials[i]! >= cutMargin) assert.equal(cut[i], full[i], `row ${i} goes on`);
@@ -212,36 +212,69 @@ describe('the tree evaluator', () => {
     const set = { baseMargin: 0, trees: [tree, stump, tree, stump] };
     const small = Float32Array.from([0, 0, NaN, 0, 7, 9, 0, NaN]);
     const whole = margins(set, small, 4, 2);
-    const early = margins(set, small, 4, 2, { after: 2, margin: 0 });
+    const early = margins(set, small, 4, 2, [{ after: 2, margin: 0 }]);
     for (let i = 0; i < 4; i++) {
       const partial = margin({ baseMargin: 0, trees: [tree, stump] }, small.subarray(2 * i, 2 * i + 2));
       assert.equal(early[i], partial >= 0 ? whole[i] : -Infinity, `hand-made row ${i}`);
     }
     assert.ok(early.some((m) => m === -Infinity) && early.some((m) => m > -Infinity));
-    assert.throws(() => margins(set, small, 4, 2, { after: 1.5, margin: 0 }), /early cut/);
-    assert.deepEqual(margins(set, small, 4, 2, { after: 4, margin: 1e9 }), whole, 'a cut at the last tree is no cut');
+    assert.throws(() => margins(set, small, 4, 2, [{ after: 1.5, margin: 0 }]), /early cut/);
+    assert.throws(() => margins(set, small, 4, 2, [{ after: 2, margin: 0 }, { after: 2, margin: 0 }]), /increasing/);
+    assert.deepEqual(margins(set, small, 4, 2, [{ after: 4, margin: 1e9 }]), whole, 'a cut at the last tree is no cut');
   });
 
-  it('detectLayout uses the cut: the committed model finds the same fields with and without it; a cut above every margin leaves no field', async () => {
+  it('with several early cuts: a row goes on past each cut only while its margin there reaches it; the rows that pass them all get their margins bit for bit', () => {
+    let seed = 4242;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const model = defaultModel();
+    const width = model.features.length;
+    const count = 301;
+    const rows = new Float32Array(count * width);
+    for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.2 ? -1 : random() * 5;
+    const afters = [30, 90, 150];
+    const partialsAt = afters.map((after) => Array.from({ length: count }, (_, i) => margin({ baseMargin: model.field.baseMargin, trees: model.field.trees.slice(0, after) }, rows.subarray(i * width, (i + 1) * width))));
+    // Each cut at the third quartile of the partial margins there, so that each stops some rows the cuts before let through.
+    const cuts = afters.map((after, j) => ({ after, margin: [...partialsAt[j]!].sort((a, b) => a - b)[Math.floor((3 * count) / 4)]! }));
+    const full = margins(model.field, rows, count, width);
+    const cut = margins(model.field, rows, count, width, cuts);
+    const stoppedAt = afters.map(() => 0);
+    for (let i = 0; i < count; i++) {
+      const at = cuts.findIndex((c, j) => partialsAt[j]![i]! < c.margin);
+      if (at < 0) assert.equal(cut[i], full[i], `row ${i} goes through`);
+      else {
+        assert.equal(cut[i], -Infinity, `row ${i} stops at cut ${at}`);
+        stoppedAt[at]!++;
+      }
+    }
+    assert.ok(stoppedAt.every((n) => n > 0), `rows stopped at each cut: ${stoppedAt.join(', ')}`);
+    assert.ok(cut.some((m) => m > -Infinity), 'some rows pass every cut');
+  });
+
+  it('detectLayout uses the cuts: the committed model finds the same fields with and without them; a cut above every margin leaves no field', async () => {
     const page = await graphicsOf(await membershipForm());
     const model = defaultModel();
-    const { cut: _, ...uncut } = model;
+    const { cuts: _, ...uncut } = model;
     const fields = detectLayout(page, 1, model);
     assert.ok(fields.length >= LINES.length, show(fields));
     assert.deepEqual(fields, detectLayout(page, 1, uncut));
-    assert.deepEqual(detectLayout(page, 1, { ...model, cut: { after: 50, margin: 1e9 } }), []);
+    assert.deepEqual(detectLayout(page, 1, { ...model, cuts: [{ after: 50, margin: 1e9 }] }), []);
+    assert.deepEqual(detectLayout(page, 1, { ...model, cuts: [...model.cuts!.slice(0, -1), { after: model.cuts!.at(-1)!.after, margin: 1e9 }] }), [], 'the last cut too');
   });
 
-  it('the committed model has an early cut after some of its trees; a model with a cut that is not one is refused', () => {
+  it('the committed model has early cuts after some of its trees; a model with cuts that are not cuts is refused', () => {
     const model = defaultModel();
-    assert.ok(model.cut && model.cut.after >= 1 && model.cut.after < model.field.trees.length && Number.isFinite(model.cut.margin));
+    const cuts = model.cuts ?? [];
+    assert.ok(cuts.length >= 2, `${cuts.length} cuts`);
+    cuts.forEach((cut, i) => assert.ok(cut.after >= 1 && cut.after < model.field.trees.length && (i === 0 || cut.after > cuts[i - 1]!.after) && Number.isFinite(cut.margin), JSON.stringify(cut)));
     const json = committed();
     const trees = (json.field as { trees: unknown[] }).trees.length;
     for (const cut of [{ after: 0, margin: -3 }, { after: trees, margin: -3 }, { after: 2.5, margin: -3 }, { after: 50, margin: null }, { after: 50 }, null]) {
-      assert.throws(() => parseModel({ ...json, cut }), /cut needs/, JSON.stringify(cut));
+      assert.throws(() => parseModel({ ...json, cuts: [cut] }), /cuts needs/, JSON.stringify(cut));
     }
-    const { cut: _, ...without } = json;
-    assert.equal(parseModel(without).cut, undefined);
+    assert.throws(() => parseModel({ ...json, cuts: [{ after: 60, margin: -3 }, { after: 50, margin: -2 }] }), /cuts needs/, 'not increasing');
+    assert.throws(() => parseModel({ ...json, cuts: { after: 50, margin: -3 } }), /cuts needs/, 'not a list');
+    const { cuts: _, ...without } = json;
+    assert.equal(parseModel(without).cuts, undefined);
   });
 
   it('the committed model has a placement model; it comes with its weight, which is finite and not negative', () => {
