@@ -138,7 +138,7 @@ MATCH_IOU = 0.5
 # blind to it; for a fold model, the other folds' only) and among the model's own training rows
 # (so that the model gives the same fields with and without the cuts on every page it was
 # trained on). bench/README.md: about 40 % of a corpus page's proposals stop after 50 of the 200
-# trees; the later cuts stop about a third of the others before they reach the last trees.
+# trees out of fold; the later cuts stop about two thirds of the others before the last trees.
 CUTS_AFTER = (50, 75, 100, 125, 150)
 CUT_SAFETY = 0.5
 
