@@ -137,8 +137,8 @@ MATCH_IOU = 0.5
 # margin there of the boxes that reach the threshold: out of fold (each scored by the fold model
 # blind to it; for a fold model, the other folds' only) and among the model's own training rows
 # (so that the model gives the same fields with and without the cuts on every page it was
-# trained on). bench/README.md: about 40 % of a corpus page's proposals stop after 50 of the 200
-# trees out of fold; the later cuts stop about two thirds of the others before the last trees.
+# trained on). bench/README.md: out of fold, 38 % of the data set's proposals stop after 50 of
+# the 200 trees, and the later cuts stop about two thirds of the others before the last trees.
 CUTS_AFTER = (50, 75, 100, 125, 150)
 CUT_SAFETY = 0.5
 

@@ -132,8 +132,11 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   if ((m.placement === undefined) !== (nms.placementWeight === undefined)) return fail('placement (trees) and nms.placementWeight come together');
   const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight } };
   if (m.placement !== undefined) parsed.placement = parseTreeSet(m.placement, names.length, 'placement');
-  if (m.cuts !== undefined) {
-    const cuts = m.cuts as Array<Partial<EarlyCut> | null>;
+  // Models before the fifth session of 2026-11-28 had one cut (`cut`): read as a list of one.
+  if (m.cut !== undefined && m.cuts !== undefined) return fail('a model has its early cuts as cuts (a list) or, as older models did, one cut; not both');
+  const listed = m.cuts !== undefined ? m.cuts : m.cut !== undefined ? [m.cut] : undefined;
+  if (listed !== undefined) {
+    const cuts = listed as Array<Partial<EarlyCut> | null>;
     const bad = (cut: Partial<EarlyCut> | null, i: number) =>
       !cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || (i > 0 && !(cut.after! > cuts[i - 1]!.after!)) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin);
     if (!Array.isArray(cuts) || cuts.some(bad)) {
@@ -250,6 +253,7 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
   let from = 0;
   for (const cut of cuts) {
     if (!(Number.isInteger(cut.after) && cut.after > from)) throw new Error(`layout model: an early cut after ${cut.after} trees (cuts need whole numbers of trees, at least 1, increasing)`);
+    if (typeof cut.margin !== 'number' || Number.isNaN(cut.margin)) throw new Error(`layout model: an early cut at margin ${cut.margin} (a number is needed)`);
     from = cut.after;
   }
   const stages = cuts.filter((c) => c.after < set.trees.length);

@@ -250,6 +250,39 @@ describe('the tree evaluator', () => {
     assert.ok(cut.some((m) => m > -Infinity), 'some rows pass every cut');
   });
 
+  it('early cuts at the edges: no rows, every row cut at the first cut, cuts past the last tree, no cuts, missing values through several stages', () => {
+    const stump: Tree = { f: [1, -1, -1], v: [2, -1, 1], l: [1, -1, -1], r: [2, -1, -1], d: [1, 0, 0] };
+    const set = { baseMargin: 0, trees: [tree, stump, tree, stump, tree, stump] };
+    assert.deepEqual(margins(set, new Float32Array(0), 0, 2, [{ after: 2, margin: 0 }]), new Float64Array(0));
+    const rows = Float32Array.from([0, 0, NaN, 0, 7, 9, 0, NaN, NaN, NaN, 0.5, 3, 2, 1, 0, 4, NaN, 3]);
+    const count = rows.length / 2;
+    const whole = margins(set, rows, count, 2);
+    assert.deepEqual(margins(set, rows, count, 2, []), whole, 'no cuts');
+    assert.deepEqual(margins(set, rows, count, 2, [{ after: 6, margin: 1e9 }, { after: 9, margin: 1e9 }]), whole, 'cuts at or past the last tree');
+    assert.deepEqual(margins(set, rows, count, 2, [{ after: 1, margin: 1e9 }, { after: 3, margin: -1e9 }]), new Float64Array(count).fill(-Infinity), 'every row cut at the first cut');
+    assert.throws(() => margins(set, rows, count, 2, [{ after: 2, margin: NaN }]), /a number is needed/);
+    // Two cuts that each stop some rows, rows with missing values walked node by node at each stage.
+    const cuts = [
+      { after: 2, margin: -0.8 },
+      { after: 4, margin: -0.5 },
+    ];
+    const partial = (k: number, i: number) => margin({ baseMargin: 0, trees: set.trees.slice(0, k) }, rows.subarray(2 * i, 2 * i + 2));
+    const cut = margins(set, rows, count, 2, cuts);
+    let stoppedFirst = 0;
+    let stoppedSecond = 0;
+    for (let i = 0; i < count; i++) {
+      if (partial(2, i) < cuts[0]!.margin) {
+        assert.equal(cut[i], -Infinity, `row ${i} stops at the first cut`);
+        stoppedFirst++;
+      } else if (partial(4, i) < cuts[1]!.margin) {
+        assert.equal(cut[i], -Infinity, `row ${i} stops at the second cut`);
+        stoppedSecond++;
+      } else assert.equal(cut[i], whole[i], `row ${i} goes through`);
+    }
+    assert.ok(stoppedFirst > 0 && stoppedSecond > 0 && cut.some((m) => m > -Infinity), `${stoppedFirst} and ${stoppedSecond} of ${count} rows stopped`);
+    assert.ok([1, 3, 4, 8].some((i) => cut[i]! > -Infinity), 'a row with a missing value goes through');
+  });
+
   it('detectLayout uses the cuts: the committed model finds the same fields with and without them; a cut above every margin leaves no field', async () => {
     const page = await graphicsOf(await membershipForm());
     const model = defaultModel();
@@ -258,7 +291,10 @@ describe('the tree evaluator', () => {
     assert.ok(fields.length >= LINES.length, show(fields));
     assert.deepEqual(fields, detectLayout(page, 1, uncut));
     assert.deepEqual(detectLayout(page, 1, { ...model, cuts: [{ after: 50, margin: 1e9 }] }), []);
-    assert.deepEqual(detectLayout(page, 1, { ...model, cuts: [...model.cuts!.slice(0, -1), { after: model.cuts!.at(-1)!.after, margin: 1e9 }] }), [], 'the last cut too');
+    const cuts = model.cuts!;
+    assert.deepEqual(detectLayout(page, 1, { ...model, cuts: [...cuts.slice(0, -1), { after: cuts.at(-1)!.after, margin: 1e9 }] }), [], 'the last cut too');
+    const middle = Math.floor(cuts.length / 2);
+    assert.deepEqual(detectLayout(page, 1, { ...model, cuts: cuts.map((c, i) => (i === middle ? { ...c, margin: 1e9 } : c)) }), [], 'a middle cut too');
   });
 
   it('the committed model has early cuts after some of its trees; a model with cuts that are not cuts is refused', () => {
@@ -273,8 +309,14 @@ describe('the tree evaluator', () => {
     }
     assert.throws(() => parseModel({ ...json, cuts: [{ after: 60, margin: -3 }, { after: 50, margin: -2 }] }), /cuts needs/, 'not increasing');
     assert.throws(() => parseModel({ ...json, cuts: { after: 50, margin: -3 } }), /cuts needs/, 'not a list');
+    assert.throws(() => parseModel({ ...json, cuts: [{ after: 50, margin: -3 }, { after: 50, margin: -2 }] }), /cuts needs/, 'the same tree twice');
+    assert.throws(() => parseModel({ ...json, cuts: [{ after: 50, margin: -3 }, { after: trees, margin: -2 }] }), /cuts needs/, 'a later cut at the last tree');
     const { cuts: _, ...without } = json;
     assert.equal(parseModel(without).cuts, undefined);
+    // A model of before the list: its one cut.
+    assert.deepEqual(parseModel({ ...without, cut: { after: 50, margin: -3 } }).cuts, [{ after: 50, margin: -3 }]);
+    assert.throws(() => parseModel({ ...without, cut: { after: 0, margin: -3 } }), /cuts needs/);
+    assert.throws(() => parseModel({ ...json, cut: { after: 50, margin: -3 } }), /not both/);
   });
 
   it('the committed model has a placement model; it comes with its weight, which is finite and not negative', () => {
