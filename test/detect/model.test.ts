@@ -123,6 +123,18 @@ describe('the committed model on generated pages', () => {
  */
 const tree: Tree = { f: [0, 1, -1, -1, -1], v: [1, 5, 0.3, 0.1, 0.2], l: [1, 3, -1, -1, -1], r: [2, 4, -1, -1, -1], d: [0, 1, 0, 0, 0] };
 
+/** A seeded generator of numbers in [0, 1): the same numbers every run. */
+function seeded(seed: number): () => number {
+  return () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+}
+
+/** `count` rows of `width` features: a fifth of the values -1 ("none"), the others in [0, 5). */
+function randomRows(random: () => number, count: number, width: number): Float32Array {
+  const rows = new Float32Array(count * width);
+  for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.2 ? -1 : random() * 5;
+  return rows;
+}
+
 describe('the tree evaluator', () => {
   it('walks a hand-written tree: below the threshold goes left, at or above it right', () => {
     assert.equal(treeValue(tree, [0, 0]), 0.1);
@@ -147,9 +159,7 @@ describe('the tree evaluator', () => {
   });
 
   it('scores many rows at once with the same margins, bit for bit, as the walk row by row (the committed model, trees of uneven depth, missing values)', () => {
-    // A seeded generator: the same rows every run.
-    let seed = 12345;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = seeded(12345);
     const model = defaultModel();
     const width = model.features.length;
     // Rows near the thresholds the trees split on, so that every branch is taken: 301 rows (not a multiple of the 8 walked together).
@@ -184,13 +194,10 @@ describe('the tree evaluator', () => {
   });
 
   it('with an early cut: the rows whose margin after the first trees reaches the cut get the margins they get without it, bit for bit; the others -Infinity', () => {
-    let seed = 777;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const model = defaultModel();
     const width = model.features.length;
     const count = 203;
-    const rows = new Float32Array(count * width);
-    for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.2 ? -1 : random() * 5;
+    const rows = randomRows(seeded(777), count, width);
     const after = 50;
     const first = { baseMargin: model.field.baseMargin, trees: model.field.trees.slice(0, after) };
     const partials = Array.from({ length: count }, (_, i) => margin(first, rows.subarray(i * width, (i + 1) * width)));
@@ -224,13 +231,10 @@ describe('the tree evaluator', () => {
   });
 
   it('with several early cuts: a row goes on past each cut only while its margin there reaches it; the rows that pass them all get their margins bit for bit', () => {
-    let seed = 4242;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const model = defaultModel();
     const width = model.features.length;
     const count = 301;
-    const rows = new Float32Array(count * width);
-    for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.2 ? -1 : random() * 5;
+    const rows = randomRows(seeded(4242), count, width);
     const afters = [30, 90, 150];
     const partialsAt = afters.map((after) => Array.from({ length: count }, (_, i) => margin({ baseMargin: model.field.baseMargin, trees: model.field.trees.slice(0, after) }, rows.subarray(i * width, (i + 1) * width))));
     // Each cut at the third quartile of the partial margins there, so that each stops some rows the cuts before let through.
