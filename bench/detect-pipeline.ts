@@ -9,15 +9,17 @@
  *
  *   node --import tsx bench/detect-pipeline.ts
  */
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../src/files/pdfjs.js';
 import { readPage } from '../src/detect/layout-page.js';
 import { detectLayout } from '../src/detect/model.js';
+import { DETECTION_PDF_OPTIONS } from '../src/detect/open.js';
 import { pageFonts, readText } from '../src/detect/page-text.js';
 import { strippedCorpus } from './corpus.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-// As bench/detect.ts and src/detect/thread.ts open a file.
-const open = (bytes: Uint8Array) => pdfjs.getDocument({ data: bytes.slice(), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
+// The detection opens a file as src/detect/thread.ts does (images not decoded); pdf.js alone as bench/detect.ts times it (pdf.js's defaults).
+const open = (bytes: Uint8Array, options: object) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
+const PDFJS_DEFAULTS = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
 
 const corpus = await strippedCorpus();
 const stages = ['open', 'page', 'annotations', 'operator list', 'text', 'page read', 'detectLayout'] as const;
@@ -35,7 +37,7 @@ for (let round = 0; round <= ROUNDS; round++) {
       if (round > 0) total[stage] += now - t;
       t = now;
     };
-    const doc = await open(form.bytes);
+    const doc = await open(form.bytes, DETECTION_PDF_OPTIONS);
     done('open');
     for (let p = 1; p <= doc.numPages; p++) {
       const page = await doc.getPage(p);
@@ -56,7 +58,7 @@ for (let round = 0; round <= ROUNDS; round++) {
     }
     await doc.destroy();
     t = performance.now();
-    const again = await open(form.bytes);
+    const again = await open(form.bytes, PDFJS_DEFAULTS);
     done('open ');
     for (let p = 1; p <= again.numPages; p++) {
       const page = await again.getPage(p);

@@ -10,8 +10,10 @@
  * ≥ 0.3, overall and per class; type accuracy over matched pairs; the same per kind, language
  * and producer family; a row per file; the calibration table (share of boxes right per
  * confidence band). Then speed on ../shared/corpus: the whole detection of a parse job
- * (`detectFields`, the committed model) against pdf.js alone reading the same pages' text and
- * operator lists, alternating, medians of BENCH_ROUNDS rounds.
+ * (`detectFields`, the committed model, each file opened as the detection process opens it) against
+ * pdf.js alone reading the same pages' text and operator lists with pdf.js's defaults (and, for
+ * reference, with images not decoded, as the detection reads them), alternating, medians of
+ * BENCH_ROUNDS rounds.
  *
  *   npm run train:detect   # once, and after changing candidates, features or the data set
  *   npm run bench:detect
@@ -20,8 +22,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../src/files/pdfjs.js';
 import { loadModel, detectLayout, type LayoutModel } from '../src/detect/model.js';
+import { DETECTION_PDF_OPTIONS } from '../src/detect/open.js';
 import { detectFields } from '../src/detect/pipeline.js';
 import type { DetectedField } from '../src/detect/types.js';
 import { CACHE, loadDataset, type DataForm } from '../scripts/detect/dataset.js';
@@ -35,10 +38,13 @@ if (!['all', 'speed', 'figures'].includes(PART)) throw new Error(`BENCH_PART mus
 const THRESHOLDS = [0.5, 0.3] as const;
 const FOLDS = path.join(CACHE, 'folds');
 
-const open = (bytes: Uint8Array) => pdfjs.getDocument({ data: bytes.slice(), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
+/** The detection opens a file as its process does (src/detect/open.ts: images not decoded). */
+const open = (bytes: Uint8Array, options: object = DETECTION_PDF_OPTIONS) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
+/** pdf.js alone opens it with pdf.js's defaults, as before the detection had options of its own (images decoded). */
+const PDFJS_DEFAULTS = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
 
-async function detect(form: StrippedForm, detector: typeof detectFields = detectFields): Promise<DetectedField[]> {
-  const doc = await open(form.bytes);
+async function detect(form: StrippedForm, detector: typeof detectFields = detectFields, options: object = DETECTION_PDF_OPTIONS): Promise<DetectedField[]> {
+  const doc = await open(form.bytes, options);
   try {
     return (await detector(doc)).fields;
   } finally {
@@ -47,8 +53,8 @@ async function detect(form: StrippedForm, detector: typeof detectFields = detect
 }
 
 /** pdf.js alone: open the file and read every page's text and operator list, nothing else. */
-async function pdfjsAlone(form: StrippedForm): Promise<number> {
-  const doc = await open(form.bytes);
+async function pdfjsAlone(form: StrippedForm, options: object = PDFJS_DEFAULTS): Promise<number> {
+  const doc = await open(form.bytes, options);
   let n = 0;
   for (let p = 1; p <= doc.numPages; p++) {
     const page = await doc.getPage(p);
@@ -193,25 +199,34 @@ if (ROUNDS > 0 && PART !== 'figures') {
   // BENCH_BASE: another worktree's detection (e.g. main's) timed in the same rounds, for a before/after on a busy machine.
   const baseDir = process.env.BENCH_BASE;
   const baseDetectFields = baseDir ? ((await import(path.resolve(baseDir, 'src/detect/pipeline.ts'))) as { detectFields: typeof detectFields }).detectFields : null;
+  // The other worktree's files are opened as its own detection opens them (before src/detect/open.ts: pdf.js's defaults).
+  const baseOpen = path.resolve(baseDir ?? '.', 'src/detect/open.ts');
+  const baseOptions = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object }).DETECTION_PDF_OPTIONS : PDFJS_DEFAULTS;
   const detectMs: number[] = [];
   const baseMs: number[] = [];
   const aloneMs: number[] = [];
+  const aloneNoImagesMs: number[] = [];
   for (let round = 0; round < ROUNDS + 1; round++) {
     let t = performance.now();
     for (const form of corpus) await pdfjsAlone(form);
     const alone = performance.now() - t;
+    // The same with images left undecoded as the detection leaves them: the ratio if pdf.js's own reading were held to that too.
+    t = performance.now();
+    for (const form of corpus) await pdfjsAlone(form, { ...PDFJS_DEFAULTS, maxImageSize: 0 });
+    const aloneNoImages = performance.now() - t;
     t = performance.now();
     for (const form of corpus) await detect(form);
     const detection = performance.now() - t;
     let base = 0;
     if (baseDetectFields) {
       t = performance.now();
-      for (const form of corpus) await detect(form, baseDetectFields);
+      for (const form of corpus) await detect(form, baseDetectFields, baseOptions);
       base = performance.now() - t;
     }
     // The first round warms both up and is not counted.
     if (round > 0) {
       aloneMs.push(alone);
+      aloneNoImagesMs.push(aloneNoImages);
       detectMs.push(detection);
       baseMs.push(base);
     }
@@ -222,6 +237,8 @@ if (ROUNDS > 0 && PART !== 'figures') {
     '### Speed',
     '',
     `Detection of all ${corpusPages} pages of ../shared/corpus (stripped): median ${median(detectMs).toFixed(0)} ms (${(corpusPages / (median(detectMs) / 1000)).toFixed(1)} pages/s); pdf.js alone reading the same pages' text and operator lists: ${median(aloneMs).toFixed(0)} ms. **Ratio ${ratio.toFixed(2)} ×** (median of ${ROUNDS} rounds, per-round ratios ${detectMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
+    '',
+    `pdf.js alone with images not decoded (\`maxImageSize: 0\`, as the detection opens a file): ${median(aloneNoImagesMs).toFixed(0)} ms; the detection against it: ratio ${median(detectMs.map((d, i) => d / aloneNoImagesMs[i]!)).toFixed(2)} ×.`,
   ];
   if (baseDir) {
     lines.push(

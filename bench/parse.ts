@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../src/files/pdfjs.js';
 import { createStore } from '../src/store/db.js';
 import { createKey } from '../src/store/keys.js';
 import { migrate } from '../src/store/migrations.js';

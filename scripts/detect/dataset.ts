@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { version as pdfjsVersion } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { version as pdfjsVersion } from '../../src/files/pdfjs.js';
 import type { PageGraphics } from '../../src/detect/layout-page.js';
 import type { Rect } from '../../src/detect/types.js';
 import { stripWidgets } from '../../bench/corpus.js';
@@ -88,7 +88,7 @@ export function loadDataset(filter?: (file: string) => boolean): DataForm[] {
 }
 
 /** The code that turns a PDF page into what the detector reads: a change to it makes every cached page stale. */
-const READER_SOURCES = ['../../src/detect/layout-page.ts', '../../src/detect/page-text.ts', './read-form.ts'].map((f) => path.join(import.meta.dirname, f));
+const READER_SOURCES = ['../../src/detect/layout-page.ts', '../../src/detect/page-text.ts', '../../src/detect/open.ts', './read-form.ts'].map((f) => path.join(import.meta.dirname, f));
 
 function readerStamp(): string {
   const hash = createHash('sha256').update(`pdfjs-dist ${pdfjsVersion}\n`);

@@ -1,14 +1,16 @@
 /**
  * A PDF's pages read as the layout detector reads them (`readPage`: rules, boxes, words, in points
  * of the displayed page), for the data set: the real forms (dataset.ts, widgets stripped) and the
- * synthetic ones (synthetic.ts) go through the same reading.
+ * synthetic ones (synthetic.ts) go through the same reading, opened as the service opens them
+ * (`DETECTION_PDF_OPTIONS`).
  */
-import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { AnnotationMode, getDocument } from '../../src/files/pdfjs.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
+import { DETECTION_PDF_OPTIONS } from '../../src/detect/open.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
-  const doc = await getDocument({ data: bytes, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
+  const doc = await getDocument({ data: bytes, ...DETECTION_PDF_OPTIONS }).promise;
   try {
     const out: PageGraphics[] = [];
     for (let p = 1; p <= doc.numPages; p++) {

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../../src/files/pdfjs.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 import { SHARED } from './dataset.js';
 

@@ -4,7 +4,7 @@
  * (with every transform applied: the CTM, form XObject matrices) and the text runs `readText`
  * (page-text.ts) reads from the same list.
  */
-import { OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { OPS } from '../files/pdfjs.js';
 
 /** A horizontal or vertical rule: `a..b` along it, at `at` across it. */
 export interface Segment {

@@ -13,7 +13,7 @@
  * not estimated from the run's width. Not read: vertical writing; right-to-left runs are kept in
  * drawing order (no bidi reordering).
  */
-import { normalizeUnicode, OPS } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { normalizeUnicode, OPS } from '../files/pdfjs.js';
 import { CHECK_GLYPHS, matrixOf, multiply, type Matrix, type TextRun } from './layout-page.js';
 
 export type { TextRun };
@@ -26,7 +26,6 @@ export interface FontInfo {
   scale: number;
   vertical: boolean;
 }
-
 
 interface OperatorList {
   fnArray: ArrayLike<number>;

@@ -1,4 +1,4 @@
-import { AnnotationMode } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { AnnotationMode } from '../files/pdfjs.js';
 import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';
 import { detectAcroform, type WidgetAnnotation } from './acroform.js';
 import { refineWithAi, type AiConfig, type AiPageInput } from './ai.js';

@@ -4,10 +4,10 @@
  * detection pipeline, reporting progress after each page. With `engine: "ai"` it also makes the
  * AI requests (they are I/O; killing the process stops them).
  */
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { MAX_PAGES } from '../files/limits.js';
-import { preloadPdfjsWorker } from '../files/pdfjs-preload.js';
+import { pdfjs } from '../files/pdfjs.js';
 import type { AiConfig } from './ai.js';
+import { DETECTION_PDF_OPTIONS } from './open.js';
 import { detectFields } from './pipeline.js';
 import type { DetectionResult } from './types.js';
 
@@ -31,7 +31,7 @@ export interface ThreadInput {
 
 async function run({ data, engine, ai, reviewBy }: ThreadInput): Promise<void> {
   const aiDeadline = performance.now() + (reviewBy - Date.now());
-  const task = pdfjs.getDocument({ data, stopAtErrors: false, isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 });
+  const task = pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS });
   let doc;
   try {
     doc = await task.promise;
@@ -61,5 +61,4 @@ process.once('message', (input: ThreadInput) => {
 });
 // The server going away (even by SIGKILL) closes the channel: the detection goes with it.
 process.on('disconnect', () => process.exit(0));
-await preloadPdfjsWorker();
 post({ type: 'ready' });

@@ -4,11 +4,10 @@
  * sizes, or inspects a DOCX (`inspectDocx`: every part inflated and scanned).
  */
 import { pathToFileURL } from 'node:url';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { inspectDocx, type DocxInfo } from './docx.js';
 import { UnreadableDocument } from './errors.js';
 import { MAX_PAGES } from './limits.js';
-import { preloadPdfjsWorker } from './pdfjs-preload.js';
+import { pdfjs } from './pdfjs.js';
 
 export interface PdfRequest {
   id: number;
@@ -85,5 +84,4 @@ process.on('message', (request: PdfRequest) => {
 });
 // The server going away (even by SIGKILL) closes the channel: the helper goes with it.
 process.on('disconnect', () => process.exit(0));
-await preloadPdfjsWorker();
 reply({ id: 0, ready: true });

@@ -428,7 +428,7 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
   it('an endpoint that never answers costs the review of the pages it did not reach, never the job; progress waits for the review', async () => {
     const { drawPdf } = await import('../helpers/layout-pdf.js');
     const { detectFields } = await import('../../src/detect/pipeline.js');
-    const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
+    const { pdfjs } = await import('../../src/files/pdfjs.js');
     const hanging = http.createServer(() => {
       // never answers
     });

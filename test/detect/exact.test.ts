@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { degrees, PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../../src/files/pdfjs.js';
 import { detectFields, mergeSources } from '../../src/detect/pipeline.js';
 import type { DetectedField } from '../../src/detect/types.js';
 import { CORPUS, corpusFiles } from '../helpers/files.js';

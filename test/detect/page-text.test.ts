@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../../src/files/pdfjs.js';
 import type { PageView } from '../../src/detect/geometry.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
 import { pageFonts, readText, type TextRun } from '../../src/detect/page-text.js';

@@ -3,7 +3,7 @@
  * them through the real pipeline (`detectFields`).
  */
 import { beginText, degrees, endText, moveText, PDFDocument, PDFFont, PDFHexString, PDFName, PDFPage, rgb, setFontAndSize, showText, StandardFonts } from '@cantoo/pdf-lib';
-import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { pdfjs } from '../../src/files/pdfjs.js';
 import { detectFields } from '../../src/detect/pipeline.js';
 import type { DetectedField, DetectionResult } from '../../src/detect/types.js';
 

@@ -2,7 +2,7 @@
  * Page 1 of a PDF read the way the layout detector reads it (`readPage`: rules, boxes, words in
  * points of the displayed page), for tests of the candidate proposals and their features.
  */
-import { AnnotationMode, getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { AnnotationMode, getDocument } from '../../src/files/pdfjs.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 

@@ -1,0 +1,90 @@
+/**
+ * pdf.js as the service loads it (src/files/pdfjs.ts) and opens a file for detection
+ * (src/detect/open.ts). This file loads nothing of pdf.js before its first test: the push it takes
+ * below is the engine's own.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+
+const ENGINE_PUSH = Array.prototype.push;
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** Every .ts file under `dir` (relative to the repository). */
+const sources = (dir: string): string[] =>
+  fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+    const rel = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' ? [] : sources(rel);
+    return e.name.endsWith('.ts') ? [rel] : [];
+  });
+
+describe('pdf.js as the service loads it', () => {
+  it("keeps the engine's Array.prototype.push, which core-js replaced while pdf.js loaded", async () => {
+    assert.equal('__core-js_shared__' in globalThis, false, 'nothing has loaded core-js yet');
+    const { NATIVE_PUSH_RESTORED, pdfjs } = await import('../../src/files/pdfjs.js');
+    assert.equal('__core-js_shared__' in globalThis, true, "pdf.js's core-js ran");
+    assert.equal(NATIVE_PUSH_RESTORED, true);
+    assert.equal(Array.prototype.push, ENGINE_PUSH);
+    const attributes = Object.getOwnPropertyDescriptor(Array.prototype, 'push')!;
+    assert.deepEqual([attributes.writable, attributes.enumerable, attributes.configurable], [true, false, true]);
+    // The worker code was loaded with the module, not on the first document: reading one changes nothing.
+    assert.ok((globalThis as { pdfjsWorker?: unknown }).pdfjsWorker);
+    const { PDFDocument } = await import('@cantoo/pdf-lib');
+    const doc = await PDFDocument.create();
+    doc.addPage().drawRectangle({ x: 50, y: 50, width: 100, height: 20, borderWidth: 1 });
+    const read = await pdfjs.getDocument({ data: await doc.save(), verbosity: 0 }).promise;
+    await (await read.getPage(1)).getOperatorList();
+    await read.destroy();
+    assert.equal(Array.prototype.push, ENGINE_PUSH);
+  });
+
+  it("is imported from src/files/pdfjs.ts everywhere: no other module of src/, scripts/, bench/ or test/ imports pdf.js's own", () => {
+    const direct = /(?:from|import)\s*\(?\s*['"]pdfjs-dist\/(?:legacy\/)?build\//;
+    const offenders = ['src', 'scripts', 'bench', 'test'].flatMap(sources).filter((f) => f !== path.join('src', 'files', 'pdfjs.ts') && direct.test(fs.readFileSync(path.join(ROOT, f), 'utf8')));
+    assert.deepEqual(offenders, []);
+    assert.ok(direct.test(fs.readFileSync(path.join(ROOT, 'src/files/pdfjs.ts'), 'utf8')), 'the pattern finds an import');
+  });
+});
+
+describe('a file opened for detection (DETECTION_PDF_OPTIONS)', () => {
+  it('leaves images out of the operator list, and the page the detection reads is the same', async () => {
+    const { pdfjs } = await import('../../src/files/pdfjs.js');
+    const { DETECTION_PDF_OPTIONS } = await import('../../src/detect/open.js');
+    const { readPage } = await import('../../src/detect/layout-page.js');
+    const { pageFonts, readText } = await import('../../src/detect/page-text.js');
+    const { PDFDocument, PDFName, StandardFonts, concatTransformationMatrix, drawObject, popGraphicsState, pushGraphicsState } = await import('@cantoo/pdf-lib');
+    const doc = await PDFDocument.create();
+    const page = doc.addPage([612, 792]);
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    // A 300 × 200 RGB image (a scan in small) under a label, a rule and a box.
+    const pixels = new Uint8Array(300 * 200 * 3).map((_, i) => (i * 7) % 251);
+    const image = doc.context.register(doc.context.flateStream(pixels, { Type: 'XObject', Subtype: 'Image', Width: 300, Height: 200, ColorSpace: 'DeviceRGB', BitsPerComponent: 8 }));
+    page.node.setXObject(PDFName.of('Im1'), image);
+    page.pushOperators(pushGraphicsState(), concatTransformationMatrix(300, 0, 0, 200, 50, 450), drawObject('Im1'), popGraphicsState());
+    page.drawText('Name:', { x: 50, y: 400, size: 10, font });
+    page.drawLine({ start: { x: 90, y: 398 }, end: { x: 300, y: 398 }, thickness: 0.75 });
+    page.drawRectangle({ x: 50, y: 350, width: 12, height: 12, borderWidth: 0.75 });
+    const bytes = await doc.save();
+
+    const read = async (options: object) => {
+      const pdf = await pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
+      try {
+        const p = await pdf.getPage(1);
+        const viewport = p.getViewport({ scale: 1 });
+        const operators = await p.getOperatorList({ annotationMode: pdfjs.AnnotationMode.DISABLE });
+        const images = Array.from(operators.fnArray).filter((fn) => fn === pdfjs.OPS.paintImageXObject).length;
+        return { images, graphics: readPage(viewport, operators, readText(viewport, operators, pageFonts(p))) };
+      } finally {
+        await pdf.destroy();
+      }
+    };
+    const decoded = await read({ verbosity: 0 });
+    const detection = await read(DETECTION_PDF_OPTIONS);
+    assert.equal(decoded.images, 1, "pdf.js's defaults decode the image");
+    assert.equal(detection.images, 0);
+    assert.ok(detection.graphics.words.some((w) => w.str === 'Name:'));
+    assert.ok(detection.graphics.horizontal.length > 0 && detection.graphics.shapes.length > 0);
+    assert.deepEqual(detection.graphics, decoded.graphics);
+  });
+});
