@@ -96,8 +96,7 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     const annotations = (await page.getAnnotations({ intent: 'display' })) as WidgetAnnotation[];
     annotated.push({ pageNumber, view, annotations });
     // A page with fillable widgets says where its fields are: no layout detection there, so only
-    // its text is read, for tags (the text content costs less than the operator list on a page
-    // with images, which the operator list decodes).
+    // its text is read, for tags.
     const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
     if (widgets) {
       const content = await page.getTextContent();
