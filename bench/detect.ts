@@ -198,7 +198,10 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const corpusPages = corpus.reduce((n, f) => n + f.pages, 0);
   // BENCH_BASE: another worktree's detection (e.g. main's) timed in the same rounds, for a before/after on a busy machine.
   const baseDir = process.env.BENCH_BASE;
+  const push = Array.prototype.push;
   const baseDetectFields = baseDir ? ((await import(path.resolve(baseDir, 'src/detect/pipeline.ts'))) as { detectFields: typeof detectFields }).detectFields : null;
+  // A worktree with node_modules of its own loads a second pdf.js, whose core-js would put its slower push back for every timing of the run.
+  if (Array.prototype.push !== push) throw new Error(`${baseDir} loaded pdf.js again (its own node_modules?), which replaced Array.prototype.push: link this checkout's node_modules there instead`);
   // The other worktree's files are opened as its own detection opens them (before src/detect/open.ts: pdf.js's defaults).
   const baseOpen = path.resolve(baseDir ?? '.', 'src/detect/open.ts');
   const baseOptions = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object }).DETECTION_PDF_OPTIONS : PDFJS_DEFAULTS;
@@ -210,9 +213,9 @@ if (ROUNDS > 0 && PART !== 'figures') {
     let t = performance.now();
     for (const form of corpus) await pdfjsAlone(form);
     const alone = performance.now() - t;
-    // The same with images left undecoded as the detection leaves them: the ratio if pdf.js's own reading were held to that too.
+    // The same opened as the detection opens a file (images left undecoded): the ratio if pdf.js's own reading were held to that too.
     t = performance.now();
-    for (const form of corpus) await pdfjsAlone(form, { ...PDFJS_DEFAULTS, maxImageSize: 0 });
+    for (const form of corpus) await pdfjsAlone(form, DETECTION_PDF_OPTIONS);
     const aloneNoImages = performance.now() - t;
     t = performance.now();
     for (const form of corpus) await detect(form);

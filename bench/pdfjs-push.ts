@@ -18,6 +18,7 @@ type Push = 'engine' | 'core-js';
 interface Times {
   alone: number;
   detection: number;
+  pages: number;
 }
 
 if (process.env.PUSH_UNDER_TEST) {
@@ -30,6 +31,7 @@ if (process.env.PUSH_UNDER_TEST) {
   const { detectFields } = await import('../src/detect/pipeline.js');
   const { strippedCorpus } = await import('./corpus.js');
   const corpus = await strippedCorpus();
+  const pages = corpus.reduce((n, f) => n + f.pages, 0);
   const defaults = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
   const round = async (): Promise<Times> => {
     let t = performance.now();
@@ -50,7 +52,7 @@ if (process.env.PUSH_UNDER_TEST) {
       await detectFields(doc);
       await doc.destroy();
     }
-    return { alone, detection: performance.now() - t };
+    return { alone, detection: performance.now() - t, pages };
   };
   process.on('message', () => void round().then((times) => process.send!(times)));
   process.send!('ready');
@@ -62,8 +64,13 @@ if (process.env.PUSH_UNDER_TEST) {
       child.once('exit', (code) => reject(new Error(`the ${push} process ended (${code})`)));
     });
   const round = (child: ChildProcess): Promise<Times> =>
-    new Promise((resolve) => {
-      child.once('message', (times) => resolve(times as Times));
+    new Promise((resolve, reject) => {
+      const ended = (code: number | null) => reject(new Error(`a process ended during a round (${code})`));
+      child.once('exit', ended);
+      child.once('message', (times) => {
+        child.off('exit', ended);
+        resolve(times as Times);
+      });
       child.send('round');
     });
   const children: Record<Push, ChildProcess> = { engine: await start('engine'), 'core-js': await start('core-js') };
@@ -76,9 +83,9 @@ if (process.env.PUSH_UNDER_TEST) {
     }
   }
   for (const child of Object.values(children)) child.kill();
-  const ms = (push: Push, key: keyof Times) => median(times[push].map((t) => t[key])).toFixed(0);
-  const ratios = (key: keyof Times) => times.engine.map((t, i) => t[key] / times['core-js'][i]![key]);
-  console.log(`64 pages of ../shared/corpus, median ms of ${ROUNDS} rounds (each round: both processes, in turn):\n`);
+  const ms = (push: Push, key: 'alone' | 'detection') => median(times[push].map((t) => t[key])).toFixed(0);
+  const ratios = (key: 'alone' | 'detection') => times.engine.map((t, i) => t[key] / times['core-js'][i]![key]);
+  console.log(`${times.engine[0]!.pages} pages of ../shared/corpus, median ms of ${ROUNDS} rounds (each round: both processes, in turn):\n`);
   console.log("| push | pdf.js alone | the detection | the detection / pdf.js alone (median of the rounds' ratios) |");
   console.log('|---|---|---|---|');
   for (const push of ['core-js', 'engine'] as Push[]) {

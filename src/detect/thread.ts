@@ -61,4 +61,6 @@ process.once('message', (input: ThreadInput) => {
 });
 // The server going away (even by SIGKILL) closes the channel: the detection goes with it.
 process.on('disconnect', () => process.exit(0));
+// pdf.js loaded (src/files/pdfjs.ts) before the handler above was set: a server gone meanwhile is noticed here.
+if (process.send && !process.connected) process.exit(0);
 post({ type: 'ready' });

@@ -84,4 +84,6 @@ process.on('message', (request: PdfRequest) => {
 });
 // The server going away (even by SIGKILL) closes the channel: the helper goes with it.
 process.on('disconnect', () => process.exit(0));
+// pdf.js loaded (./pdfjs.ts) before the handler above was set: a server gone meanwhile is noticed here.
+if (process.send && !process.connected) process.exit(0);
 reply({ id: 0, ready: true });

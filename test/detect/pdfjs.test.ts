@@ -39,12 +39,40 @@ describe('pdf.js as the service loads it', () => {
     assert.equal(Array.prototype.push, ENGINE_PUSH);
   });
 
-  it("is imported from src/files/pdfjs.ts everywhere: no other module of src/, scripts/, bench/ or test/ imports pdf.js's own", () => {
-    const direct = /(?:from|import)\s*\(?\s*['"]pdfjs-dist\/(?:legacy\/)?build\//;
-    const offenders = ['src', 'scripts', 'bench', 'test'].flatMap(sources).filter((f) => f !== path.join('src', 'files', 'pdfjs.ts') && direct.test(fs.readFileSync(path.join(ROOT, f), 'utf8')));
+  it("is imported from src/files/pdfjs.ts everywhere: no other module of src/, scripts/, bench/ or test/ names pdf.js's own", () => {
+    // Any string naming a module of pdfjs-dist (also in a variable or a template), but its type declarations.
+    const named = /['"`]pdfjs-dist(?:['"`]|\/(?!types\/))/;
+    const offenders = ['src', 'scripts', 'bench', 'test']
+      .flatMap(sources)
+      .filter((f) => f !== path.join('src', 'files', 'pdfjs.ts') && f !== path.join('test', 'detect', 'pdfjs.test.ts') && named.test(fs.readFileSync(path.join(ROOT, f), 'utf8')));
     assert.deepEqual(offenders, []);
-    assert.ok(direct.test(fs.readFileSync(path.join(ROOT, 'src/files/pdfjs.ts'), 'utf8')), 'the pattern finds an import');
+    for (const text of ["import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';", "const m = 'pdfjs-dist/legacy/build/pdf.worker.mjs';", 'await import(`pdfjs-dist/build/pdf.mjs`);', "import * as p from 'pdfjs-dist';"]) assert.ok(named.test(text), text);
+    assert.ok(!named.test("import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';"));
   });
+
+  for (const entry of ['src/detect/thread.ts', 'src/files/pdf-worker.ts']) {
+    it(`leaves the engine's push in place in the process that ${entry} runs in`, async () => {
+      // The entry is started as the server starts it (with an IPC channel), wrapped so that the
+      // push is taken before anything is loaded and reported once the entry has said it is ready.
+      const wrapper = `const push = Array.prototype.push; await import(${JSON.stringify(path.join(ROOT, entry))}); process.send({ restored: Array.prototype.push === push });`;
+      const { spawn } = await import('node:child_process');
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', wrapper], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+      try {
+        const messages: unknown[] = [];
+        const report = await new Promise<{ restored: boolean }>((resolve, reject) => {
+          child.on('message', (m: unknown) => {
+            messages.push(m);
+            if (m && typeof m === 'object' && 'restored' in m) resolve(m as { restored: boolean });
+          });
+          child.once('exit', (code) => reject(new Error(`${entry} exited (${code}) after ${JSON.stringify(messages)}`)));
+        });
+        assert.equal(messages.length, 2, 'its own ready message, then the report');
+        assert.equal(report.restored, true);
+      } finally {
+        child.kill();
+      }
+    });
+  }
 });
 
 describe('a file opened for detection (DETECTION_PDF_OPTIONS)', () => {
