@@ -13,10 +13,11 @@
  *   must, on a push of nothing onto an array whose length is not writable (V8 before 12.2; Node
  *   20 has V8 11.3). Whichever of pdf.js's two modules loads first replaces it, and one loaded
  *   after a restore would replace it again. The replacement is several times slower (6 times in
- *   a loop of pushes onto an array of up to 1,000 items), and every push of the process went through it: pdf.js's
- *   operator lists, the detection's own lists. No code here or in pdf.js makes such a push, so the
- *   engine's push is put back once both modules are loaded (bench/pdfjs-push.ts: the detection of
- *   ../shared/corpus about 10 % faster, pdf.js's own reading about 17 %). core-js's other
+ *   a loop of pushes onto an array of up to 1,000 items), and every push of the process went
+ *   through it: pdf.js's operator lists, the detection's own lists. No code here or in pdf.js makes
+ *   such a push, so the engine's push is put back once both modules are loaded
+ *   (bench/pdfjs-push.ts: the detection of ../shared/corpus about 10 % faster, pdf.js's own
+ *   reading about 17 %). core-js's other
  *   replacements (`JSON.parse`, which hands a parse without a reviver to the engine's, and
  *   `Function.prototype.toString`, so that its functions print as native) are left alone.
  */

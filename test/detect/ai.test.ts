@@ -436,7 +436,8 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
     const { port } = hanging.address() as AddressInfo;
     const page = { draw: (d: { text: (t: string, x: number, y: number, size?: number) => void; rule: (a: number, b: number, y: number, thickness?: number) => void }) => (d.text('Full name', 72, 702, 10), d.rule(130, 360, 700, 0.75)) };
     const data = await drawPdf([page, page, page]);
-    const doc = await pdfjs.getDocument({ data, verbosity: 0, isEvalSupported: false }).promise;
+    const { DETECTION_PDF_OPTIONS } = await import('../../src/detect/open.js');
+    const doc = await pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS }).promise;
     const progress: number[] = [];
     const started = performance.now();
     try {

@@ -4,10 +4,11 @@
  */
 import { AnnotationMode, getDocument } from '../../src/files/pdfjs.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
+import { DETECTION_PDF_OPTIONS } from '../../src/detect/open.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function graphicsOf(data: Uint8Array): Promise<PageGraphics> {
-  const doc = await getDocument({ data: new Uint8Array(data), verbosity: 0, isEvalSupported: false }).promise;
+  const doc = await getDocument({ data: new Uint8Array(data), ...DETECTION_PDF_OPTIONS }).promise;
   try {
     const page = await doc.getPage(1);
     const viewport = page.getViewport({ scale: 1 });
