@@ -15,11 +15,11 @@ import { detectLayout } from '../src/detect/model.js';
 import { DETECTION_PDF_OPTIONS } from '../src/detect/open.js';
 import { pageFonts, readText } from '../src/detect/page-text.js';
 import { strippedCorpus } from './corpus.js';
+import { PDFJS_ALONE_OPTIONS } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 // The detection opens a file as src/detect/thread.ts does (images not decoded); pdf.js alone as bench/detect.ts times it (pdf.js's defaults).
 const open = (bytes: Uint8Array, options: object) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
-const PDFJS_DEFAULTS = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
 
 const corpus = await strippedCorpus();
 const stages = ['open', 'page', 'annotations', 'operator list', 'text', 'page read', 'detectLayout'] as const;
@@ -58,7 +58,7 @@ for (let round = 0; round <= ROUNDS; round++) {
     }
     await doc.destroy();
     t = performance.now();
-    const again = await open(form.bytes, PDFJS_DEFAULTS);
+    const again = await open(form.bytes, PDFJS_ALONE_OPTIONS);
     done('open ');
     for (let p = 1; p <= again.numPages; p++) {
       const page = await again.getPage(p);

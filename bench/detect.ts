@@ -29,7 +29,7 @@ import { detectFields } from '../src/detect/pipeline.js';
 import type { DetectedField } from '../src/detect/types.js';
 import { CACHE, loadDataset, type DataForm } from '../scripts/detect/dataset.js';
 import { add, CLASSES, emptyCounts, f1, precision, recall, score, strippedCorpus, typeAccuracy, type Cls, type Counts, type StrippedForm, type TruthWidget } from './corpus.js';
-import { median } from './lib.js';
+import { median, PDFJS_ALONE_OPTIONS } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 /** `speed`: only the speed comparison; `figures`: only the cross-validated figures; else both. */
@@ -40,8 +40,6 @@ const FOLDS = path.join(CACHE, 'folds');
 
 /** The detection opens a file as its process does (src/detect/open.ts: images not decoded). */
 const open = (bytes: Uint8Array, options: object = DETECTION_PDF_OPTIONS) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
-/** pdf.js alone opens it with pdf.js's defaults, as before the detection had options of its own (images decoded). */
-const PDFJS_DEFAULTS = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
 
 async function detect(form: StrippedForm, detector: typeof detectFields = detectFields, options: object = DETECTION_PDF_OPTIONS): Promise<DetectedField[]> {
   const doc = await open(form.bytes, options);
@@ -53,7 +51,7 @@ async function detect(form: StrippedForm, detector: typeof detectFields = detect
 }
 
 /** pdf.js alone: open the file and read every page's text and operator list, nothing else. */
-async function pdfjsAlone(form: StrippedForm, options: object = PDFJS_DEFAULTS): Promise<number> {
+async function pdfjsAlone(form: StrippedForm, options: object = PDFJS_ALONE_OPTIONS): Promise<number> {
   const doc = await open(form.bytes, options);
   let n = 0;
   for (let p = 1; p <= doc.numPages; p++) {
@@ -204,7 +202,7 @@ if (ROUNDS > 0 && PART !== 'figures') {
   if (Array.prototype.push !== push) throw new Error(`${baseDir} loaded pdf.js again (its own node_modules?), which replaced Array.prototype.push: link this checkout's node_modules there instead`);
   // The other worktree's files are opened as its own detection opens them (before src/detect/open.ts: pdf.js's defaults).
   const baseOpen = path.resolve(baseDir ?? '.', 'src/detect/open.ts');
-  const baseOptions = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object }).DETECTION_PDF_OPTIONS : PDFJS_DEFAULTS;
+  const baseOptions = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object }).DETECTION_PDF_OPTIONS : PDFJS_ALONE_OPTIONS;
   const detectMs: number[] = [];
   const baseMs: number[] = [];
   const aloneMs: number[] = [];

@@ -3,6 +3,12 @@ export const SERVER_FLAGS = process.env.BENCH_SERVER_FLAGS !== undefined ? proce
 
 export { freePort } from '../test/helpers/net.js';
 
+/**
+ * How "pdf.js alone", the baseline of the detection benchmarks, opens a file: pdf.js's defaults
+ * (images decoded), with the detection's settings for eval, font faces, system fonts and logging.
+ */
+export const PDFJS_ALONE_OPTIONS = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 } as const;
+
 export async function waitUp(url: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
     try {

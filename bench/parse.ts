@@ -20,7 +20,7 @@ import { createStore } from '../src/store/db.js';
 import { createKey } from '../src/store/keys.js';
 import { migrate } from '../src/store/migrations.js';
 import { CORPUS } from '../test/helpers/files.js';
-import { freePort, median, percentile, SERVER_FLAGS, waitUp } from './lib.js';
+import { freePort, median, PDFJS_ALONE_OPTIONS, percentile, SERVER_FLAGS, waitUp } from './lib.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 // The built runner, as `formsign serve` and `formsign worker` run it (from source, the process would
@@ -46,7 +46,7 @@ async function makeLongForm(): Promise<Uint8Array> {
 
 /** pdf.js alone: open the file and read every page's annotations and text, nothing else. */
 async function pdfjsAlone(bytes: Uint8Array): Promise<number> {
-  const doc = await pdfjs.getDocument({ data: bytes.slice(), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 }).promise;
+  const doc = await pdfjs.getDocument({ data: bytes.slice(), ...PDFJS_ALONE_OPTIONS }).promise;
   let items = 0;
   for (let n = 1; n <= doc.numPages; n++) {
     const page = await doc.getPage(n);

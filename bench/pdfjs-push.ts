@@ -11,7 +11,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { CORE_JS_PUSH, pdfjs } from '../src/files/pdfjs.js';
-import { median } from './lib.js';
+import { median, PDFJS_ALONE_OPTIONS } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 type Push = 'engine' | 'core-js';
@@ -32,11 +32,10 @@ if (process.env.PUSH_UNDER_TEST) {
   const { strippedCorpus } = await import('./corpus.js');
   const corpus = await strippedCorpus();
   const pages = corpus.reduce((n, f) => n + f.pages, 0);
-  const defaults = { isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: 0 };
   const round = async (): Promise<Times> => {
     let t = performance.now();
     for (const form of corpus) {
-      const doc = await pdfjs.getDocument({ data: form.bytes.slice(), ...defaults }).promise;
+      const doc = await pdfjs.getDocument({ data: form.bytes.slice(), ...PDFJS_ALONE_OPTIONS }).promise;
       for (let p = 1; p <= doc.numPages; p++) {
         const page = await doc.getPage(p);
         await page.getTextContent();
