@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { execSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_SOFFICE, bearer, createTestContext, type TestContext } from '../helpers/context.js';
+import { pdfHelperPids } from '../helpers/processes.js';
 import { corpusFiles, filesUnder, largePdf, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
 
 const DOCS = '/api/v1/documents';
@@ -240,8 +240,9 @@ describe('documents', () => {
       // A's files take a while to read (200 pages), so that the order they are answered in is the order they were read in.
       const long = await makePdf(Array.from({ length: 200 }, () => ({ width: 612, height: 792 })));
       assert.equal((await upload([file(small)])).statusCode, 201, 'the PDF reader is up');
-      const helper = Number(execSync(`pgrep -P ${process.pid} -f pdf-worker || true`, { encoding: 'utf8' }).trim().split('\n')[0]);
-      assert.ok(helper > 0, 'the PDF reader runs in a helper process');
+      const helpers = pdfHelperPids();
+      assert.equal(helpers.length, 1, 'the PDF reader runs in one helper process');
+      const helper = helpers[0]!;
       process.kill(helper, 'SIGSTOP');
       const order: string[] = [];
       const send = (h: Record<string, string>, name: string, data: Buffer) => upload([file(data, `${name}.pdf`)], h).then((res) => (order.push(name), res));

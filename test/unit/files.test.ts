@@ -15,6 +15,7 @@ import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
 import { cleanFilename, contentDisposition } from '../../src/http/routes/documents.js';
 import { corpusFiles, makeDocx } from '../helpers/files.js';
+import { pdfHelperPids } from '../helpers/processes.js';
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-unit-'));
@@ -186,8 +187,7 @@ describe('PDF analysis helper', () => {
   const small = corpus[0]!;
   const other = corpus[1]!;
   /** The helper process(es) this test process started to read PDFs. */
-  const helpers = () =>
-    execSync(`pgrep -P ${process.pid} -f pdf-worker || true`, { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
+  const helpers = pdfHelperPids;
 
   it("a timeout fails only the file that ran over: the next file is read by a new helper", async () => {
     const pdf = new PdfAnalyzer({ timeoutMs: 3_000 });
