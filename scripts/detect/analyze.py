@@ -228,10 +228,10 @@ def trees(d, counts):
 
     T.FIELD_ROUNDS = max(T.FIELD_ROUNDS, max(counts))
     margins = {n: np.zeros(len(d.rows)) for n in counts}
+    inner = T.inner_margins(d.X, d.best_iou, d.row_fold)
     for k in range(T.K):
-        inner = T.inner_margins(d.X, d.best_iou, d.row_fold, k)
         train = d.row_fold != k
-        field = T.train_field(d.X[train], d.best_iou[train], T.noise_weights(inner, d.best_iou, train)[train])
+        field = T.train_field(d.X[train], d.best_iou[train], T.noise_weights(inner[k], d.best_iou, train)[train])
         held_out = xgb.DMatrix(d.X[~train], nthread=2)
         for n in counts:
             margins[n][~train] = field.predict(held_out, output_margin=True, iteration_range=(0, n))

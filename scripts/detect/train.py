@@ -12,8 +12,8 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    with a truth box) and a class model (multi:softprob: text, checkbox or signature, trained on the
    proposals that are fields), both trained on the other folds only. Their out-of-fold scores are
    the scores of forms no model saw. Before the field model, its training rows are scored blind
-   (each row by a model trained on neither fold k nor the row's own fold: 4 inner models a fold),
-   and the far negatives those models are surest of get weight 0 (`noise_weights`). And a placement
+   (each row by a model trained on neither fold k nor the row's own fold: 4 inner models a fold,
+   10 in all since the model blind to k and j serves both), and the far negatives those models are surest of get weight 0 (`noise_weights`). And a placement
    model (reg:logistic: the best IoU of a proposal near a truth box), trained on the other folds.
 3. Non-maximum suppression on the out-of-fold scores, page by page; a kept box is right when it
    takes a truth box (IoU >= 0.5) no box kept before it took. Suppression goes by field margin +
@@ -350,21 +350,25 @@ def train_field(X, best_iou, noise=None):
     return xgb.train(FIELD_PARAMS, data, FIELD_ROUNDS)
 
 
-def inner_margins(X, best_iou, row_fold, k):
+def inner_margins(X, best_iou, row_fold, started=None):
     """
-    The rows of every fold but k, each scored by a field model trained on neither fold k nor the
-    row's own fold (NaN for fold k's rows): scores blind to the row's repository that fold k's
-    model may use, since they never saw fold k either.
+    For each fold k, the rows of every other fold j, each scored by a field model trained on
+    neither fold k nor fold j (`inner[k]`, NaN on fold k's rows and on the synthetic pages):
+    scores blind to the row's repository that fold k's model may use, since they never saw fold k
+    either. The model blind to k and j is the model blind to j and k (the same rows, the same
+    seed), so each of the K (K - 1) / 2 pairs is trained once and scores both of its folds.
     """
-    scores = np.full(len(X), np.nan)
-    for j in range(K):
-        if j == k:
-            continue
-        train = (row_fold != k) & (row_fold != j)
-        model = train_field(X[train], best_iou[train])
-        test = row_fold == j
-        scores[test] = model.predict(xgb.DMatrix(X[test], nthread=2), output_margin=True)
-    return scores
+    inner = np.full((K, len(X)), np.nan)
+    for k in range(K):
+        for j in range(k + 1, K):
+            train = (row_fold != k) & (row_fold != j)
+            model = train_field(X[train], best_iou[train])
+            for scored, blind_to in ((j, k), (k, j)):
+                test = row_fold == scored
+                inner[blind_to, test] = model.predict(xgb.DMatrix(X[test], nthread=2), output_margin=True)
+            if started is not None:
+                print(f"folds {k} and {j}: an inner model blind to both scored their rows, {time.time() - started:.0f} s")
+    return inner
 
 
 def noise_weights(scores, best_iou, rows):
@@ -469,10 +473,7 @@ def main():
     # Out-of-fold placement margins.
     place = np.zeros(len(rows))
     fold_models = []
-    inner = np.zeros((K, len(rows)))
-    for k in range(K):
-        inner[k] = inner_margins(X, best_iou, row_fold, k)
-        print(f"fold {k}: training rows scored blind by {K - 1} inner models, {time.time() - started:.0f} s")
+    inner = inner_margins(X, best_iou, row_fold, started)
     for k in range(K):
         train = row_fold != k
         noise = noise_weights(inner[k], best_iou, train)
