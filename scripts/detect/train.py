@@ -13,8 +13,9 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    proposals that are fields), both trained on the other folds only. Their out-of-fold scores are
    the scores of forms no model saw. Before the field model, its training rows are scored blind
    (each row by a model trained on neither fold k nor the row's own fold: 4 inner models a fold,
-   10 in all since the model blind to k and j serves both), and the far negatives those models are surest of get weight 0 (`noise_weights`). And a placement
-   model (reg:logistic: the best IoU of a proposal near a truth box), trained on the other folds.
+   10 in all since the model blind to k and j serves both), and the far negatives those models
+   are surest of get weight 0 (`noise_weights`). And a placement model (reg:logistic: the best
+   IoU of a proposal near a truth box), trained on the other folds.
 3. Non-maximum suppression on the out-of-fold scores, page by page; a kept box is right when it
    takes a truth box (IoU >= 0.5) no box kept before it took. Suppression goes by field margin +
    PLACEMENT_WEIGHT x placement margin: for calibration and thresholds over every box above the

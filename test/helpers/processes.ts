@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 
 /**
- * The PDF helper processes this test process started, oldest first.
+ * The PDF helper processes this test process started, in the order of their process ids.
  *
  * `pgrep` is run directly, not through a shell: a shell running `pgrep … -f pdf-worker` is itself
  * a child of this process whose command line names pdf-worker, and after the machine's process ids
