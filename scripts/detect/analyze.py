@@ -8,6 +8,7 @@ margin and outcome) and uses train.py's own functions, so its rules are the ones
     /usr/bin/python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
     /usr/bin/python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
     /usr/bin/python3 scripts/detect/analyze.py trees 120 200   # F1 with only the first N field trees (retrains the 5 folds: minutes)
+    /usr/bin/python3 scripts/detect/analyze.py oracle          # ceilings: the best margin offset per form, then per form and kind, chosen with the truth
 
 With `trees` and a count above train.py's FIELD_ROUNDS, every field model of the run (the inner
 ones that weight the training rows too) is trained with that many rounds.
@@ -25,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train as T  # noqa: E402
 
 CLASSES = T.CLASSES
+# The margin offsets the oracle tries (`oracle`).
+OFFSETS = (-3, -1.5, 0, 1.5, 3)
 
 
 def box(a, cols):
@@ -241,9 +244,68 @@ def trees(d, counts):
         print(f"{n} field trees: {a} accepted, {m} right: precision {p:.4f}, recall {r:.4f}, F1 {f1:.4f}", flush=True)
 
 
+def oracle(d):
+    """
+    How much of the gap a form's own convention could close, measured with the truth (an oracle,
+    not a method): every form's out-of-fold margins shifted by the offset (of OFFSETS) that gives
+    that form its best F1, the folds' calibration and thresholds left as fitted; then, per proposal
+    kind in turn (one pass), each form's margins of that kind shifted by the offset that gives the
+    form its best F1 with the other kinds as chosen so far. If the figures stay under the goal, the
+    detector's errors are not a form's overall level or its choice of kinds, but which boxes of a
+    kind are fields within the form.
+    """
+    o, rows = d.o, d.rows
+    margins, place = o["margins"], o["place"]
+    kept, right = T.page_outcomes(d.header, rows, d.truth, margins, o["classes"], rank=margins + T.PLACEMENT_WEIGHT * place)
+    tables, thresholds = [], []
+    for k in range(T.K):
+        others = kept & d.real_rows & (d.row_fold != k)
+        tables.append(T.calibrate(margins[others], right[others]))
+        truth_count = int(((d.truth_fold != k) & (d.truth_fold >= 0)).sum())
+        thresholds.append(T.best_threshold(T.apply_calibration(tables[-1], margins[others]), right[others], truth_count))
+    threshold = np.where(d.real_rows, np.array(thresholds)[np.maximum(d.row_fold, 0)], np.inf)
+    form_of_row = rows[:, d.c["form"]].astype(int)
+    truth_of_form = np.bincount(d.truth[:, d.tc["form"]].astype(int)[d.truth_fold >= 0], minlength=len(d.forms))
+
+    def run(shift):
+        """Accepted and right boxes per form with the margins shifted by `shift`."""
+        shifted = margins + shift
+        probs = np.zeros(len(rows))
+        for k in range(T.K):
+            fold = d.row_fold == k
+            probs[fold] = T.apply_calibration(tables[k], shifted[fold])
+        reach = d.real_rows & (probs >= threshold)
+        accepted, ok = T.page_outcomes(d.header, rows, d.truth, shifted, o["classes"], among=reach, rank=shifted + T.PLACEMENT_WEIGHT * place)
+        return np.bincount(form_of_row[accepted], minlength=len(d.forms)), np.bincount(form_of_row[accepted & ok], minlength=len(d.forms))
+
+    def best_offsets(results):
+        """Per form, the offset of the best F1 (the smallest offset on a tie)."""
+        return np.array([max(OFFSETS, key=lambda x: (2 * results[x][1][f] / max(1, results[x][0][f] + truth_of_form[f]), -abs(x))) for f in range(len(d.forms))])
+
+    def report(name, accepted, right):
+        a, m = int(accepted.sum()), int(right.sum())
+        p, r = m / max(1, a), m / d.real_truth
+        print(f"{name}: {a} accepted, {m} right: precision {p:.3f}, recall {r:.3f}, F1 {2 * p * r / max(1e-9, p + r):.3f}", flush=True)
+
+    results = {x: run(np.full(len(rows), float(x))) for x in OFFSETS}
+    report("as detected (offset 0)", *results[0])
+    chosen = best_offsets(results)
+    report("the best offset per form", sum(results[x][0] * (chosen == x) for x in OFFSETS), sum(results[x][1] * (chosen == x) for x in OFFSETS))
+    shift = np.zeros(len(rows))
+    for kind in np.unique(d.kind):
+        own = d.kind == kind
+        results = {}
+        for x in OFFSETS:
+            trial = shift.copy()
+            trial[own] += x
+            results[x] = run(trial)
+        shift[own] += best_offsets(results)[form_of_row[own]]
+    report("the best offset per form and proposal kind (one pass over the kinds)", *run(shift))
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else ""
-    if what not in ("misses", "calibration", "trees"):
+    if what not in ("misses", "calibration", "trees", "oracle"):
         sys.exit(__doc__)
     counts = []
     if what == "trees":
@@ -259,6 +321,8 @@ def main():
         misses(d)
     elif what == "calibration":
         calibration(d)
+    elif what == "oracle":
+        oracle(d)
     else:
         trees(d, counts)
 
