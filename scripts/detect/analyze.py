@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """
 Where the learned layout detector's remaining errors are, out of fold: the figures of
-bench/README.md, "Where the rest of the gap is". Reads what `npm run train:detect` leaves in
+bench/README.md, "Where the rest of the gap is" and "How far a form's own convention goes". Reads what `npm run train:detect` leaves in
 .cache/detect (the export and folds/oof.npz: every proposal's out-of-fold margin, class, placement
 margin and outcome) and uses train.py's own functions, so its rules are the ones trained with.
 
     /usr/bin/python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
     /usr/bin/python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
     /usr/bin/python3 scripts/detect/analyze.py trees 120 200   # F1 with only the first N field trees (retrains the 5 folds: minutes)
-    /usr/bin/python3 scripts/detect/analyze.py oracle          # ceilings: the best margin offset per form, then per form and kind, chosen with the truth
+    /usr/bin/python3 scripts/detect/analyze.py oracle          # F1 with each form's (then each form and kind's) margins shifted by an offset chosen with the truth
 
 With `trees` and a count above train.py's FIELD_ROUNDS, every field model of the run (the inner
 ones that weight the training rows too) is trained with that many rounds.
@@ -120,7 +120,7 @@ def misses(d):
     accepted, right = o["accepted"], o["right_ranked"]
     # Truth boxes found: each right box (page_outcomes found it a truth box of its own) matched again
     # here, greedily in row order; where two truth boxes could take one box, which one is found may
-    # differ from page_outcomes' order (with the committed model the count is the same, 24,918).
+    # differ from page_outcomes' order (with the committed model the count is the same: 24,970).
     found = np.zeros(len(d.truth), dtype=bool)
     hits = np.flatnonzero(accepted & right)
     by_page = collections.defaultdict(list)
@@ -248,11 +248,12 @@ def oracle(d):
     """
     How much of the gap a form's own convention could close, measured with the truth (an oracle,
     not a method): every form's out-of-fold margins shifted by the offset (of OFFSETS) that gives
-    that form its best F1, the folds' calibration and thresholds left as fitted; then, per proposal
-    kind in turn (one pass), each form's margins of that kind shifted by the offset that gives the
-    form its best F1 with the other kinds as chosen so far. If the figures stay under the goal, the
-    detector's errors are not a form's overall level or its choice of kinds, but which boxes of a
-    kind are fields within the form.
+    that form its best F1, the folds' calibration and thresholds left as fitted; then, starting
+    again from no shift, per proposal kind in turn (one pass), each form's margins of that kind
+    shifted by the offset that gives the form its best F1 with the other kinds as chosen so far.
+    A search on a grid, form by form: what such offsets can give at least, not at most. If even
+    that stays under the goal, the errors are less a form's overall level or its choice of kinds
+    than which boxes of a kind are fields within the form, and the truth boxes with no proposal.
     """
     o, rows = d.o, d.rows
     margins, place = o["margins"], o["place"]
@@ -279,8 +280,10 @@ def oracle(d):
         return np.bincount(form_of_row[accepted], minlength=len(d.forms)), np.bincount(form_of_row[accepted & ok], minlength=len(d.forms))
 
     def best_offsets(results):
-        """Per form, the offset of the best F1 (the smallest offset on a tie)."""
-        return np.array([max(OFFSETS, key=lambda x: (2 * results[x][1][f] / max(1, results[x][0][f] + truth_of_form[f]), -abs(x))) for f in range(len(d.forms))])
+        """Per form, the offset of the best F1; on a tie the one that accepts fewest boxes, then the one nearest 0 (of ±x, -x)."""
+        return np.array(
+            [max(OFFSETS, key=lambda x: (2 * results[x][1][f] / max(1, results[x][0][f] + truth_of_form[f]), -results[x][0][f], -abs(x))) for f in range(len(d.forms))]
+        )
 
     def report(name, accepted, right):
         a, m = int(accepted.sum()), int(right.sum())
