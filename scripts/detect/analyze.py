@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """
 Where the learned layout detector's remaining errors are, out of fold: the figures of
-bench/README.md, "Where the rest of the gap is" and "How far a form's own convention goes". Reads what `npm run train:detect` leaves in
-.cache/detect (the export and folds/oof.npz: every proposal's out-of-fold margin, class, placement
-margin and outcome) and uses train.py's own functions, so its rules are the ones trained with.
+bench/README.md, "Where the rest of the gap is" and "How far a form's own convention goes".
+Reads what `npm run train:detect` leaves in .cache/detect (the export and folds/oof.npz: every
+proposal's out-of-fold margin, class, placement margin and outcome) and uses train.py's own
+functions, so its rules are the ones trained with.
 
     /usr/bin/python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
     /usr/bin/python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
@@ -252,8 +253,9 @@ def oracle(d):
     again from no shift, per proposal kind in turn (one pass), each form's margins of that kind
     shifted by the offset that gives the form its best F1 with the other kinds as chosen so far.
     A search on a grid, form by form: what such offsets can give at least, not at most. If even
-    that stays under the goal, the errors are less a form's overall level or its choice of kinds
-    than which boxes of a kind are fields within the form, and the truth boxes with no proposal.
+    that stays under the goal, it suggests that the errors lie less in a form's overall level or
+    its choice of kinds than in which boxes of a kind are fields within the form, and in the truth
+    boxes with no proposal.
     """
     o, rows = d.o, d.rows
     margins, place = o["margins"], o["place"]
