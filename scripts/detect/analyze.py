@@ -72,30 +72,51 @@ class Data:
     def truth_page(self, g):
         return int(self.truth[g, self.tc["form"]]), int(self.truth[g, self.tc["page"]])
 
-    def outcome(self, margins, group=None, min_kept=300):
+    def fit(self, margins, group=None, min_kept=300):
         """
-        As train.py: calibration (one table, or one per value of `group`, the global one for groups
-        of fewer than `min_kept` kept boxes) and threshold per fold fitted on the other folds, then
-        suppression of the boxes that reach it by field + placement margin. (accepted, right, P, R, F1).
+        As train.py, per fold k on the other folds' boxes that suppression keeps: calibration (one
+        table, or one per value of `group`, the global one for groups of fewer than `min_kept`
+        kept boxes) and the threshold. Returns (per fold, the table of each group; the thresholds).
         """
         o, rows = self.o, self.rows
-        rank = margins + T.PLACEMENT_WEIGHT * o["place"]
-        kept, right = T.page_outcomes(self.header, rows, self.truth, margins, o["classes"], rank=rank)
+        kept, right = T.page_outcomes(self.header, rows, self.truth, margins, o["classes"], rank=margins + T.PLACEMENT_WEIGHT * o["place"])
         group = np.zeros(len(rows), dtype=int) if group is None else group
-        probs = np.zeros(len(rows))
-        thresholds = []
+        tables, thresholds = [], []
         for k in range(T.K):
             others = kept & self.real_rows & (self.row_fold != k)
             overall = T.calibrate(margins[others], right[others])
-            p = np.zeros(len(rows))
+            by_group = {}
             for g in np.unique(group):
                 own = others & (group == g)
-                table = T.calibrate(margins[own], right[own]) if own.sum() >= min_kept else overall
-                p[group == g] = T.apply_calibration(table, margins[group == g])
-            thresholds.append(T.best_threshold(p[others], right[others], int(((self.truth_fold != k) & (self.truth_fold >= 0)).sum())))
-            probs[self.row_fold == k] = p[self.row_fold == k]
-        reach = self.real_rows & (probs >= np.where(self.real_rows, np.array(thresholds)[np.maximum(self.row_fold, 0)], np.inf))
-        accepted, ok = T.page_outcomes(self.header, rows, self.truth, margins, o["classes"], among=reach, rank=rank)
+                by_group[g] = T.calibrate(margins[own], right[own]) if own.sum() >= min_kept else overall
+            tables.append(by_group)
+            p = self.probabilities(margins, by_group, group, others)
+            thresholds.append(T.best_threshold(p, right[others], int(((self.truth_fold != k) & (self.truth_fold >= 0)).sum())))
+        return tables, np.array(thresholds)
+
+    @staticmethod
+    def probabilities(margins, by_group, group, rows):
+        """The calibrated probabilities of `rows` (a mask) by their group's table."""
+        p = np.zeros(len(margins))
+        for g, table in by_group.items():
+            own = rows & (group == g)
+            p[own] = T.apply_calibration(table, margins[own])
+        return p[rows]
+
+    def accept(self, margins, fitted, group=None):
+        """The boxes accepted and right with `margins` and a `fit` (its tables and thresholds, per fold)."""
+        tables, thresholds = fitted
+        group = np.zeros(len(self.rows), dtype=int) if group is None else group
+        probs = np.zeros(len(self.rows))
+        for k in range(T.K):
+            fold = self.row_fold == k
+            probs[fold] = self.probabilities(margins, tables[k], group, fold)
+        reach = self.real_rows & (probs >= np.where(self.real_rows, thresholds[np.maximum(self.row_fold, 0)], np.inf))
+        return T.page_outcomes(self.header, self.rows, self.truth, margins, self.o["classes"], among=reach, rank=margins + T.PLACEMENT_WEIGHT * self.o["place"])
+
+    def outcome(self, margins, group=None, min_kept=300):
+        """As train.py: `fit`, then `accept`. (accepted, right, P, R, F1)."""
+        accepted, ok = self.accept(margins, self.fit(margins, group, min_kept), group)
         a, m = int(accepted.sum()), int((accepted & ok).sum())
         p_, r_ = m / max(1, a), m / self.real_truth
         return a, m, p_, r_, 2 * p_ * r_ / max(1e-9, p_ + r_)
@@ -257,28 +278,14 @@ def oracle(d):
     its choice of kinds than in which boxes of a kind are fields within the form, and in the truth
     boxes with no proposal.
     """
-    o, rows = d.o, d.rows
-    margins, place = o["margins"], o["place"]
-    kept, right = T.page_outcomes(d.header, rows, d.truth, margins, o["classes"], rank=margins + T.PLACEMENT_WEIGHT * place)
-    tables, thresholds = [], []
-    for k in range(T.K):
-        others = kept & d.real_rows & (d.row_fold != k)
-        tables.append(T.calibrate(margins[others], right[others]))
-        truth_count = int(((d.truth_fold != k) & (d.truth_fold >= 0)).sum())
-        thresholds.append(T.best_threshold(T.apply_calibration(tables[-1], margins[others]), right[others], truth_count))
-    threshold = np.where(d.real_rows, np.array(thresholds)[np.maximum(d.row_fold, 0)], np.inf)
-    form_of_row = rows[:, d.c["form"]].astype(int)
+    margins = d.o["margins"]
+    fitted = d.fit(margins)
+    form_of_row = d.rows[:, d.c["form"]].astype(int)
     truth_of_form = np.bincount(d.truth[:, d.tc["form"]].astype(int)[d.truth_fold >= 0], minlength=len(d.forms))
 
     def run(shift):
-        """Accepted and right boxes per form with the margins shifted by `shift`."""
-        shifted = margins + shift
-        probs = np.zeros(len(rows))
-        for k in range(T.K):
-            fold = d.row_fold == k
-            probs[fold] = T.apply_calibration(tables[k], shifted[fold])
-        reach = d.real_rows & (probs >= threshold)
-        accepted, ok = T.page_outcomes(d.header, rows, d.truth, shifted, o["classes"], among=reach, rank=shifted + T.PLACEMENT_WEIGHT * place)
+        """Accepted and right boxes per form with the margins shifted by `shift` (the fit unchanged)."""
+        accepted, ok = d.accept(margins + shift, fitted)
         return np.bincount(form_of_row[accepted], minlength=len(d.forms)), np.bincount(form_of_row[accepted & ok], minlength=len(d.forms))
 
     def best_offsets(results):
@@ -292,11 +299,11 @@ def oracle(d):
         p, r = m / max(1, a), m / d.real_truth
         print(f"{name}: {a} accepted, {m} right: precision {p:.3f}, recall {r:.3f}, F1 {2 * p * r / max(1e-9, p + r):.3f}", flush=True)
 
-    results = {x: run(np.full(len(rows), float(x))) for x in OFFSETS}
+    results = {x: run(np.full(len(margins), float(x))) for x in OFFSETS}
     report("as detected (offset 0)", *results[0])
     chosen = best_offsets(results)
     report("the best offset per form", sum(results[x][0] * (chosen == x) for x in OFFSETS), sum(results[x][1] * (chosen == x) for x in OFFSETS))
-    shift = np.zeros(len(rows))
+    shift = np.zeros(len(margins))
     for kind in np.unique(d.kind):
         own = d.kind == kind
         results = {}
