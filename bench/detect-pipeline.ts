@@ -12,13 +12,13 @@
 import { pdfjs } from '../src/files/pdfjs.js';
 import { readPage } from '../src/detect/layout-page.js';
 import { detectLayout } from '../src/detect/model.js';
-import { DETECTION_PDF_OPTIONS } from '../src/detect/open.js';
+import { openForDetection } from '../src/detect/open.js';
 import { pageFonts, readText } from '../src/detect/page-text.js';
 import { strippedCorpus } from './corpus.js';
 import { PDFJS_ALONE_OPTIONS } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-// The detection opens a file as src/detect/thread.ts does (images not decoded); pdf.js alone as bench/detect.ts times it (pdf.js's defaults).
+// The detection opens a file as src/detect/thread.ts does (openForDetection); pdf.js alone as bench/detect.ts times it (pdf.js's defaults).
 const open = (bytes: Uint8Array, options: object) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
 
 const corpus = await strippedCorpus();
@@ -37,7 +37,8 @@ for (let round = 0; round <= ROUNDS; round++) {
       if (round > 0) total[stage] += now - t;
       t = now;
     };
-    const doc = await open(form.bytes, DETECTION_PDF_OPTIONS);
+    const task = openForDetection(form.bytes.slice());
+    const doc = await task.promise;
     done('open');
     for (let p = 1; p <= doc.numPages; p++) {
       const page = await doc.getPage(p);
@@ -56,7 +57,7 @@ for (let round = 0; round <= ROUNDS; round++) {
       page.cleanup();
       if (round > 0) pages++;
     }
-    await doc.destroy();
+    await task.destroy();
     t = performance.now();
     const again = await open(form.bytes, PDFJS_ALONE_OPTIONS);
     done('open ');

@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pdfjs } from '../src/files/pdfjs.js';
 import { loadModel, detectLayout, type LayoutModel } from '../src/detect/model.js';
-import { DETECTION_PDF_OPTIONS } from '../src/detect/open.js';
+import { DETECTION_PDF_OPTIONS, openForDetection, type DetectionLoading } from '../src/detect/open.js';
 import { detectFields } from '../src/detect/pipeline.js';
 import type { DetectedField } from '../src/detect/types.js';
 import { CACHE, loadDataset, type DataForm } from '../scripts/detect/dataset.js';
@@ -38,15 +38,17 @@ if (!['all', 'speed', 'figures'].includes(PART)) throw new Error(`BENCH_PART mus
 const THRESHOLDS = [0.5, 0.3] as const;
 const FOLDS = path.join(CACHE, 'folds');
 
-/** The detection opens a file as its process does (src/detect/open.ts: images not decoded). */
-const open = (bytes: Uint8Array, options: object = DETECTION_PDF_OPTIONS) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
+/** pdf.js opening a file with these options, as pdf.js alone is timed. */
+const open = (bytes: Uint8Array, options: object) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
 
-async function detect(form: StrippedForm, detector: typeof detectFields = detectFields, options: object = DETECTION_PDF_OPTIONS): Promise<DetectedField[]> {
-  const doc = await open(form.bytes, options);
+/** The detection opens a file as its process does (src/detect/open.ts). */
+async function detect(form: StrippedForm, detector: typeof detectFields = detectFields, opener: (data: Uint8Array) => DetectionLoading = openForDetection): Promise<DetectedField[]> {
+  const task = opener(form.bytes.slice());
+  const doc = await task.promise;
   try {
     return (await detector(doc)).fields;
   } finally {
-    await doc.destroy();
+    await task.destroy();
   }
 }
 
@@ -200,9 +202,17 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const baseDetectFields = baseDir ? ((await import(path.resolve(baseDir, 'src/detect/pipeline.ts'))) as { detectFields: typeof detectFields }).detectFields : null;
   // A worktree with node_modules of its own loads a second pdf.js, whose core-js would put its slower push back for every timing of the run.
   if (Array.prototype.push !== push) throw new Error(`${baseDir} loaded pdf.js again (its own node_modules?), which replaced Array.prototype.push: link this checkout's node_modules there instead`);
-  // The other worktree's files are opened as its own detection opens them (before src/detect/open.ts: pdf.js's defaults).
+  // The other worktree's files are opened as its own detection opens them: by `openForDetection`, with pdf.js and `DETECTION_PDF_OPTIONS`
+  // before it, with pdf.js's defaults before src/detect/open.ts.
   const baseOpen = path.resolve(baseDir ?? '.', 'src/detect/open.ts');
-  const baseOptions = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object }).DETECTION_PDF_OPTIONS : PDFJS_ALONE_OPTIONS;
+  const baseModule = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object; openForDetection?: typeof openForDetection }) : null;
+  const baseOptions = baseModule?.DETECTION_PDF_OPTIONS ?? PDFJS_ALONE_OPTIONS;
+  const baseOpener =
+    baseModule?.openForDetection ??
+    ((data: Uint8Array): DetectionLoading => {
+      const task = pdfjs.getDocument({ data, ...baseOptions });
+      return { promise: task.promise, destroy: () => task.destroy() };
+    });
   const detectMs: number[] = [];
   const baseMs: number[] = [];
   const aloneMs: number[] = [];
@@ -221,7 +231,7 @@ if (ROUNDS > 0 && PART !== 'figures') {
     let base = 0;
     if (baseDetectFields) {
       t = performance.now();
-      for (const form of corpus) await detect(form, baseDetectFields, baseOptions);
+      for (const form of corpus) await detect(form, baseDetectFields, baseOpener);
       base = performance.now() - t;
     }
     // The first round warms both up and is not counted.

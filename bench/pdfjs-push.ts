@@ -27,7 +27,7 @@ if (process.env.PUSH_UNDER_TEST) {
     if (!CORE_JS_PUSH) throw new Error('core-js replaced no push in this engine: nothing to compare');
     Object.defineProperty(Array.prototype, 'push', { value: CORE_JS_PUSH, writable: true, enumerable: false, configurable: true });
   }
-  const { DETECTION_PDF_OPTIONS } = await import('../src/detect/open.js');
+  const { openForDetection } = await import('../src/detect/open.js');
   const { detectFields } = await import('../src/detect/pipeline.js');
   const { strippedCorpus } = await import('./corpus.js');
   const corpus = await strippedCorpus();
@@ -47,9 +47,9 @@ if (process.env.PUSH_UNDER_TEST) {
     const alone = performance.now() - t;
     t = performance.now();
     for (const form of corpus) {
-      const doc = await pdfjs.getDocument({ data: form.bytes.slice(), ...DETECTION_PDF_OPTIONS }).promise;
-      await detectFields(doc);
-      await doc.destroy();
+      const task = openForDetection(form.bytes.slice());
+      await detectFields(await task.promise);
+      await task.destroy();
     }
     return { alone, detection: performance.now() - t, pages };
   };

@@ -2,15 +2,16 @@
  * A PDF's pages read as the layout detector reads them (`readPage`: rules, boxes, words, in points
  * of the displayed page), for the data set: the real forms (dataset.ts, widgets stripped) and the
  * synthetic ones (synthetic.ts) go through the same reading, opened as the service opens them
- * (`DETECTION_PDF_OPTIONS`).
+ * (`openForDetection`).
  */
-import { AnnotationMode, getDocument } from '../../src/files/pdfjs.js';
+import { AnnotationMode } from '../../src/files/pdfjs.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
-import { DETECTION_PDF_OPTIONS } from '../../src/detect/open.js';
+import { openForDetection } from '../../src/detect/open.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
-  const doc = await getDocument({ data: bytes, ...DETECTION_PDF_OPTIONS }).promise;
+  const task = openForDetection(bytes);
+  const doc = await task.promise;
   try {
     const out: PageGraphics[] = [];
     for (let p = 1; p <= doc.numPages; p++) {
@@ -22,6 +23,6 @@ export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
     }
     return out;
   } finally {
-    await doc.destroy();
+    await task.destroy();
   }
 }

@@ -7,7 +7,7 @@
 import { MAX_PAGES } from '../files/limits.js';
 import { pdfjs } from '../files/pdfjs.js';
 import type { AiConfig } from './ai.js';
-import { DETECTION_PDF_OPTIONS } from './open.js';
+import { openForDetection } from './open.js';
 import { detectFields } from './pipeline.js';
 import type { DetectionResult } from './types.js';
 
@@ -31,7 +31,7 @@ export interface ThreadInput {
 
 async function run({ data, engine, ai, reviewBy }: ThreadInput): Promise<void> {
   const aiDeadline = performance.now() + (reviewBy - Date.now());
-  const task = pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS });
+  const task = openForDetection(data);
   let doc;
   try {
     doc = await task.promise;

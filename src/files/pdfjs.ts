@@ -7,7 +7,9 @@
  *
  * - The worker code: pdf.js in Node runs it in the same thread, and would otherwise import it (a
  *   2 MB module) when the first document is opened, which is time that would count against that
- *   document's limit. Loaded here, it is loaded before a helper says it is ready.
+ *   document's limit. Loaded here, it is loaded before a helper says it is ready. Its
+ *   `WorkerMessageHandler` is exported for the detection, which serves its documents over a port
+ *   of its own (src/detect/open.ts).
  * - The push: the legacy build bundles core-js, and core-js replaces `Array.prototype.push`, for
  *   the whole process, with a version in JavaScript wherever the engine does not throw, as it
  *   must, on a push of nothing onto an array whose length is not writable (V8 before 12.2; Node
@@ -24,9 +26,12 @@
 import { restoreNativePush } from './native-push.js';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 
-// A variable specifier: the module ships no type declarations, and only its presence matters.
+// A variable specifier: the module ships no type declarations.
 const workerModule = 'pdfjs-dist/legacy/build/pdf.worker.mjs';
-(globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = await import(workerModule);
+const worker = (await import(workerModule)) as { WorkerMessageHandler: { initializeFromPort(port: object): void } };
+(globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = worker;
+/** pdf.js's worker side: `initializeFromPort` serves documents over a port made by the caller (src/detect/open.ts). */
+export const { WorkerMessageHandler } = worker;
 
 const push = restoreNativePush();
 /** Whether the engine's push is in place (false only if core-js ran before `./native-push.ts`). */
@@ -36,4 +41,4 @@ export const CORE_JS_PUSH = push.replaced;
 if (!NATIVE_PUSH_RESTORED) process.emitWarning("pdf.js was loaded after core-js had run: Array.prototype.push stays core-js's, which is slower (see src/files/pdfjs.ts)");
 
 export { pdfjs };
-export { AnnotationMode, getDocument, normalizeUnicode, OPS, version } from 'pdfjs-dist/legacy/build/pdf.mjs';
+export { AnnotationMode, getDocument, normalizeUnicode, OPS, PDFWorker, version } from 'pdfjs-dist/legacy/build/pdf.mjs';

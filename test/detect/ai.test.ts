@@ -428,7 +428,6 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
   it('an endpoint that never answers costs the review of the pages it did not reach, never the job; progress waits for the review', async () => {
     const { drawPdf } = await import('../helpers/layout-pdf.js');
     const { detectFields } = await import('../../src/detect/pipeline.js');
-    const { pdfjs } = await import('../../src/files/pdfjs.js');
     const hanging = http.createServer(() => {
       // never answers
     });
@@ -436,8 +435,9 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
     const { port } = hanging.address() as AddressInfo;
     const page = { draw: (d: { text: (t: string, x: number, y: number, size?: number) => void; rule: (a: number, b: number, y: number, thickness?: number) => void }) => (d.text('Full name', 72, 702, 10), d.rule(130, 360, 700, 0.75)) };
     const data = await drawPdf([page, page, page]);
-    const { DETECTION_PDF_OPTIONS } = await import('../../src/detect/open.js');
-    const doc = await pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS }).promise;
+    const { openForDetection } = await import('../../src/detect/open.js');
+    const task = openForDetection(data);
+    const doc = await task.promise;
     const progress: number[] = [];
     const started = performance.now();
     try {
@@ -453,7 +453,7 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
       // Pages with candidates are done once reviewed: nothing counts as done while they wait.
       assert.deepEqual(progress, [0, 1, 2, 3]);
     } finally {
-      await doc.destroy();
+      await task.destroy();
       hanging.closeAllConnections();
       await new Promise((resolve) => hanging.close(resolve));
     }

@@ -2,18 +2,18 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { degrees, PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { pdfjs } from '../../src/files/pdfjs.js';
-import { DETECTION_PDF_OPTIONS } from '../../src/detect/open.js';
+import { openForDetection } from '../../src/detect/open.js';
 import { detectFields, mergeSources } from '../../src/detect/pipeline.js';
 import type { DetectedField } from '../../src/detect/types.js';
 import { CORPUS, corpusFiles } from '../helpers/files.js';
 
 async function detect(data: Uint8Array | Buffer) {
-  const doc = await pdfjs.getDocument({ data: new Uint8Array(data), ...DETECTION_PDF_OPTIONS }).promise;
+  const task = openForDetection(new Uint8Array(data));
+  const doc = await task.promise;
   try {
     return await detectFields(doc);
   } finally {
-    await doc.destroy();
+    await task.destroy();
   }
 }
 

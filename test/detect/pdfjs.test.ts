@@ -116,3 +116,58 @@ describe('a file opened for detection (DETECTION_PDF_OPTIONS)', () => {
     assert.deepEqual(detection.graphics, decoded.graphics);
   });
 });
+
+describe('a file opened for detection (openForDetection)', () => {
+  it("reads every page as pdf.js's own port does, an operator list of many chunks included, and fails on a file that is no PDF", async () => {
+    const { pdfjs } = await import('../../src/files/pdfjs.js');
+    const { DETECTION_PDF_OPTIONS, openForDetection } = await import('../../src/detect/open.js');
+    const { readPage } = await import('../../src/detect/layout-page.js');
+    const { pageFonts, readText } = await import('../../src/detect/page-text.js');
+    const { PDFDocument, StandardFonts } = await import('@cantoo/pdf-lib');
+    const doc = await PDFDocument.create();
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    // Three pages of one font (its glyphs are shared between pages), each over 1,000 operators: pdf.js posts such a list in several chunks
+    // and empties its own arrays after each.
+    for (let p = 0; p < 3; p++) {
+      const page = doc.addPage([612, 792]);
+      for (let i = 0; i < 150; i++) {
+        const y = 770 - (i % 75) * 10;
+        const x = i < 75 ? 40 : 320;
+        page.drawText(`Field ${p}.${i}:`, { x, y, size: 7, font });
+        page.drawLine({ start: { x: x + 60, y: y - 1 }, end: { x: x + 250, y: y - 1 }, thickness: 0.5 });
+        page.drawRectangle({ x: x + 252, y: y - 1, width: 6, height: 6, borderWidth: 0.5 });
+      }
+    }
+    const bytes = await doc.save();
+    // The fonts' ids name the document (g_d<n>_f<m>), which differs between the two readings.
+    const read = async (pdf: Awaited<ReturnType<typeof pdfjs.getDocument>['promise']>) => {
+      const pages: string[] = [];
+      let ops = 0;
+      for (let p = 1; p <= pdf.numPages; p++) {
+        const page = await pdf.getPage(p);
+        const viewport = page.getViewport({ scale: 1 });
+        const operators = await page.getOperatorList({ annotationMode: pdfjs.AnnotationMode.DISABLE });
+        ops = Math.max(ops, operators.fnArray.length);
+        const graphics = readPage(viewport, operators, readText(viewport, operators, pageFonts(page)));
+        pages.push(JSON.stringify({ fnArray: operators.fnArray, argsArray: operators.argsArray, graphics }).replace(/g_d\d+_/g, 'g_'));
+        page.cleanup();
+      }
+      return { pages, ops };
+    };
+    const stock = pdfjs.getDocument({ data: bytes.slice(), ...DETECTION_PDF_OPTIONS });
+    const expected = await read(await stock.promise);
+    await stock.destroy();
+    assert.ok(expected.ops > 2000, `${expected.ops} operators on a page`);
+    // Twice: a second document after the first one's port is gone.
+    for (let n = 0; n < 2; n++) {
+      const task = openForDetection(bytes.slice());
+      const got = await read(await task.promise);
+      await task.destroy();
+      assert.equal(got.pages.length, 3);
+      got.pages.forEach((page, i) => assert.equal(page, expected.pages[i], `page ${i + 1}`));
+    }
+    const broken = openForDetection(new TextEncoder().encode('not a pdf at all'));
+    await assert.rejects(broken.promise, { name: 'InvalidPDFException' });
+    await broken.destroy();
+  });
+});

@@ -3,8 +3,7 @@
  * them through the real pipeline (`detectFields`).
  */
 import { beginText, degrees, endText, moveText, PDFDocument, PDFFont, PDFHexString, PDFName, PDFPage, rgb, setFontAndSize, showText, StandardFonts } from '@cantoo/pdf-lib';
-import { pdfjs } from '../../src/files/pdfjs.js';
-import { DETECTION_PDF_OPTIONS } from '../../src/detect/open.js';
+import { openForDetection } from '../../src/detect/open.js';
 import { detectFields } from '../../src/detect/pipeline.js';
 import type { DetectedField, DetectionResult } from '../../src/detect/types.js';
 
@@ -51,23 +50,25 @@ export async function drawPdf(pages: PageSpec[]): Promise<Uint8Array> {
 
 /** The fields `detectFields` finds in a PDF. */
 export async function detect(data: Uint8Array): Promise<DetectionResult> {
-  const doc = await pdfjs.getDocument({ data: new Uint8Array(data), ...DETECTION_PDF_OPTIONS }).promise;
+  const task = openForDetection(new Uint8Array(data));
+  const doc = await task.promise;
   try {
     return await detectFields(doc);
   } finally {
-    await doc.destroy();
+    await task.destroy();
   }
 }
 
 /** The text items pdf.js reads on page 1 (to check what a font gives). */
 export async function textOf(data: Uint8Array): Promise<string[]> {
-  const doc = await pdfjs.getDocument({ data: new Uint8Array(data), ...DETECTION_PDF_OPTIONS }).promise;
+  const task = openForDetection(new Uint8Array(data));
+  const doc = await task.promise;
   try {
     const page = await doc.getPage(1);
     const content = await page.getTextContent();
     return content.items.map((i) => ('str' in i ? i.str : ''));
   } finally {
-    await doc.destroy();
+    await task.destroy();
   }
 }
 
