@@ -45,8 +45,9 @@ export interface DetectionLoading {
 export function openForDetection(data: Uint8Array): DetectionLoading {
   const port = new InThreadPort();
   WorkerMessageHandler.initializeFromPort(port);
-  // Typed as a Web Worker, which is what pdf.js's browser build passes there; it needs only a port's methods.
-  const worker = PDFWorker.create({ port: port as unknown as PDFWorkerPort });
+  // Typed as a Web Worker, which is what pdf.js's browser build passes there; it needs only a port's methods. The worker side takes its
+  // verbosity from here, not from getDocument's options (for the whole process: pdf.js keeps one level).
+  const worker = PDFWorker.create({ port: port as unknown as PDFWorkerPort, verbosity: DETECTION_PDF_OPTIONS.verbosity });
   const task = getDocument({ data, ...DETECTION_PDF_OPTIONS, worker });
   return {
     promise: task.promise,
