@@ -12,7 +12,7 @@
  * confidence band). Then speed on ../shared/corpus: the whole detection of a parse job
  * (`detectFields`, the committed model, each file opened as the detection process opens it) against
  * pdf.js alone reading the same pages' text and operator lists with pdf.js's defaults (and, for
- * reference, with images not decoded, as the detection reads them), alternating, medians of
+ * reference, with images not decoded, as the detection reads them), each form read every way in turn (the order turning), medians of
  * BENCH_ROUNDS rounds.
  *
  *   npm run train:detect   # once, and after changing candidates, features or the data set
@@ -217,30 +217,28 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const baseMs: number[] = [];
   const aloneMs: number[] = [];
   const aloneNoImagesMs: number[] = [];
+  // Each form is read every way one after the other, in an order that turns from form to form and round to round, so that the ways share
+  // the machine's moments of noise (a round takes seconds; a form, tens of milliseconds).
+  type Way = [times: number[], read: (form: StrippedForm) => Promise<unknown>];
+  const ways: Way[] = [
+    [aloneMs, (form) => pdfjsAlone(form)],
+    // The same opened with images left undecoded, as the detection opens a file: the ratio if pdf.js's own reading were held to that too.
+    [aloneNoImagesMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS)],
+    [detectMs, (form) => detect(form)],
+    ...(baseDetectFields ? [[baseMs, (form) => detect(form, baseDetectFields, baseOpener)] satisfies Way] : []),
+  ];
   for (let round = 0; round < ROUNDS + 1; round++) {
-    let t = performance.now();
-    for (const form of corpus) await pdfjsAlone(form);
-    const alone = performance.now() - t;
-    // The same opened as the detection opens a file (images left undecoded): the ratio if pdf.js's own reading were held to that too.
-    t = performance.now();
-    for (const form of corpus) await pdfjsAlone(form, DETECTION_PDF_OPTIONS);
-    const aloneNoImages = performance.now() - t;
-    t = performance.now();
-    for (const form of corpus) await detect(form);
-    const detection = performance.now() - t;
-    let base = 0;
-    if (baseDetectFields) {
-      t = performance.now();
-      for (const form of corpus) await detect(form, baseDetectFields, baseOpener);
-      base = performance.now() - t;
+    const sums = ways.map(() => 0);
+    for (const [i, form] of corpus.entries()) {
+      for (let k = 0; k < ways.length; k++) {
+        const w = (k + i + round) % ways.length;
+        const t = performance.now();
+        await ways[w]![1](form);
+        sums[w]! += performance.now() - t;
+      }
     }
-    // The first round warms both up and is not counted.
-    if (round > 0) {
-      aloneMs.push(alone);
-      aloneNoImagesMs.push(aloneNoImages);
-      detectMs.push(detection);
-      baseMs.push(base);
-    }
+    // The first round warms every way up and is not counted.
+    if (round > 0) ways.forEach(([times], w) => times.push(sums[w]!));
   }
   const ratio = median(detectMs.map((d, i) => d / aloneMs[i]!));
   const lines = [
