@@ -18,7 +18,6 @@ import { getDocument, PDFWorker, WorkerMessageHandler } from '../files/pdfjs.js'
  */
 export const DETECTION_PDF_OPTIONS = {
   isEvalSupported: false,
-  disableFontFace: true,
   useSystemFonts: false,
   stopAtErrors: false,
   maxImageSize: 0,
@@ -32,15 +31,21 @@ export interface DetectionLoading {
 }
 
 /**
- * Opens `data` (handed over: pdf.js takes its buffer) for detection, with DETECTION_PDF_OPTIONS.
+ * Opens `data` (handed over: pdf.js takes its buffer) for detection, with DETECTION_PDF_OPTIONS,
+ * but without two costs of pdf.js's own way of opening a file in Node, which the detection does not
+ * need:
  *
- * pdf.js in Node runs its worker code in this thread and passes every message between the two
- * sides through a "fake worker" port that copies it with `structuredClone`, as a real worker's
- * port would. Most of what it copies is operator lists: every argument of every operator, and
- * every glyph of every run of text as an object of its own. Here the two sides talk over
- * `InThreadPort` instead, which hands an operator list's chunk over without copying its contents:
- * the detection took about a tenth less time (bench/README.md, issue 15), and every page of the
- * data set read the same, byte for byte, as through pdf.js's own port.
+ * - pdf.js in Node runs its worker code in this thread and passes every message between the two
+ *   sides through a "fake worker" port that copies it with `structuredClone`, as a real worker's
+ *   port would. Most of what it copies is operator lists: every argument of every operator, and
+ *   every glyph of every run of text as an object of its own. Here the two sides talk over
+ *   `InThreadPort` instead, which hands an operator list's chunk over without copying its contents.
+ * - With no document to load fonts into (`disableFontFace`, the default in Node), pdf.js draws
+ *   every glyph a page shows as a path of its own and sends the paths over, for a renderer. Here
+ *   fonts are loaded into `FONT_SINK` instead, and no glyph is drawn.
+ *
+ * Together the detection of ../shared/corpus took about a tenth less time (bench/detect-open.ts),
+ * and every page of the data set read the same, byte for byte (bench/README.md, issue 15).
  */
 export function openForDetection(data: Uint8Array): DetectionLoading {
   const port = new InThreadPort();
@@ -48,7 +53,7 @@ export function openForDetection(data: Uint8Array): DetectionLoading {
   // Typed as a Web Worker, which is what pdf.js's browser build passes there; it needs only a port's methods. The worker side takes its
   // verbosity from here, not from getDocument's options (for the whole process: pdf.js keeps one level).
   const worker = PDFWorker.create({ port: port as unknown as PDFWorkerPort, verbosity: DETECTION_PDF_OPTIONS.verbosity });
-  const task = getDocument({ data, ...DETECTION_PDF_OPTIONS, worker });
+  const task = getDocument({ data, ...DETECTION_PDF_OPTIONS, disableFontFace: false, ownerDocument: FONT_SINK as unknown as Document, worker });
   return {
     promise: task.promise,
     async destroy() {
@@ -62,6 +67,17 @@ export function openForDetection(data: Uint8Array): DetectionLoading {
     },
   };
 }
+
+/**
+ * A document for pdf.js to load fonts into, which drops them. In Node pdf.js loads a font by adding
+ * a `@font-face` rule to a style sheet of the document (`FontLoader.insertRule`) and then takes it
+ * as ready: this document's sheet drops the rule. The detection never draws: it reads the glyphs'
+ * codes and widths, which pdf.js reads the same either way.
+ */
+const FONT_SINK = {
+  createElement: () => ({ sheet: { cssRules: { length: 0 }, insertRule: () => 0 }, remove: () => undefined }),
+  documentElement: { getElementsByTagName: () => [{ append: () => undefined }] },
+};
 
 // pdf.js's `StreamKind.ENQUEUE` (src/shared/message_handler.js): a chunk of a stream, as an operator list is sent.
 const STREAM_ENQUEUE = 4;

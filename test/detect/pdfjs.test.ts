@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { corpusFiles } from '../helpers/files.js';
 
 const ENGINE_PUSH = Array.prototype.push;
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -118,7 +119,7 @@ describe('a file opened for detection (DETECTION_PDF_OPTIONS)', () => {
 });
 
 describe('a file opened for detection (openForDetection)', () => {
-  it("reads every page as pdf.js's own port does, an operator list of many chunks included, and fails on a file that is no PDF", async () => {
+  it("reads every page as pdf.js's own port does, an operator list of many chunks included, without drawing glyphs as paths; fails on a file that is no PDF", async () => {
     const { pdfjs } = await import('../../src/files/pdfjs.js');
     const { DETECTION_PDF_OPTIONS, openForDetection } = await import('../../src/detect/open.js');
     const { readPage } = await import('../../src/detect/layout-page.js');
@@ -143,6 +144,7 @@ describe('a file opened for detection (openForDetection)', () => {
     const read = async (pdf: Awaited<ReturnType<typeof pdfjs.getDocument>['promise']>) => {
       const pages: string[] = [];
       let ops = 0;
+      let glyphPaths = 0;
       for (let p = 1; p <= pdf.numPages; p++) {
         const page = await pdf.getPage(p);
         const viewport = page.getViewport({ scale: 1 });
@@ -150,22 +152,52 @@ describe('a file opened for detection (openForDetection)', () => {
         ops = Math.max(ops, operators.fnArray.length);
         const graphics = readPage(viewport, operators, readText(viewport, operators, pageFonts(page)));
         pages.push(JSON.stringify({ fnArray: operators.fnArray, argsArray: operators.argsArray, graphics }).replace(/g_d\d+_/g, 'g_'));
+        // The glyphs drawn as paths for a renderer, sent to this side under `<font>_path_<glyph>`.
+        let font = '';
+        operators.fnArray.forEach((fn, i) => {
+          const args = operators.argsArray[i] as unknown[];
+          if (fn === pdfjs.OPS.setFont) font = args[0] as string;
+          if (fn === pdfjs.OPS.showText) for (const glyph of args[0] as Array<{ fontChar?: string }>) if (glyph.fontChar && page.commonObjs.has(`${font}_path_${glyph.fontChar}`)) glyphPaths++;
+        });
         page.cleanup();
       }
-      return { pages, ops };
+      return { pages, ops, glyphPaths };
     };
-    const stock = pdfjs.getDocument({ data: bytes.slice(), ...DETECTION_PDF_OPTIONS });
-    const expected = await read(await stock.promise);
-    await stock.destroy();
+    const stockRead = async (data: Uint8Array) => {
+      const stock = pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS });
+      try {
+        return await read(await stock.promise);
+      } finally {
+        await stock.destroy();
+      }
+    };
+    const ownRead = async (data: Uint8Array) => {
+      const task = openForDetection(data);
+      try {
+        return await read(await task.promise);
+      } finally {
+        await task.destroy();
+      }
+    };
+    const expected = await stockRead(bytes.slice());
     assert.ok(expected.ops > 2000, `${expected.ops} operators on a page`);
     // Twice: a second document after the first one's port is gone.
     for (let n = 0; n < 2; n++) {
-      const task = openForDetection(bytes.slice());
-      const got = await read(await task.promise);
-      await task.destroy();
+      const got = await ownRead(bytes.slice());
       assert.equal(got.pages.length, 3);
       got.pages.forEach((page, i) => assert.equal(page, expected.pages[i], `page ${i + 1}`));
     }
+    // Real forms, whose fonts are embedded (pdf.js has no glyphs of the standard fonts to draw in Node).
+    let stockPaths = 0;
+    for (const form of corpusFiles().slice(0, 3)) {
+      const data = new Uint8Array(fs.readFileSync(form.file));
+      const theirs = await stockRead(data.slice());
+      const ours = await ownRead(data.slice());
+      assert.deepEqual(ours.pages, theirs.pages, form.name);
+      assert.equal(ours.glyphPaths, 0, `${form.name}: no glyph drawn as a path`);
+      stockPaths += theirs.glyphPaths;
+    }
+    assert.ok(stockPaths > 0, "pdf.js's defaults in Node draw the glyphs as paths");
     const broken = openForDetection(new TextEncoder().encode('not a pdf at all'));
     await assert.rejects(broken.promise, { name: 'InvalidPDFException' });
     await broken.destroy();
