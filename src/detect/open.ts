@@ -104,7 +104,8 @@ type PDFWorkerPort = NonNullable<Parameters<typeof PDFWorker.create>[0]>['port']
  * posted them (`OperatorList.flush`). The items are not copied: each operator's arguments are made
  * for that operator and not touched by pdf.js once posted (typed arrays among them are transferred,
  * which a real port would leave unusable on the worker's side), and the glyph objects pdf.js keeps
- * per font are never changed once made. The detection only reads them. Every other message is
+ * per font are never changed once made (a getter caches one more property on first use). The
+ * detection only reads them. Every other message is
  * copied as before.
  */
 class InThreadPort {

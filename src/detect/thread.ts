@@ -5,7 +5,6 @@
  * AI requests (they are I/O; killing the process stops them).
  */
 import { MAX_PAGES } from '../files/limits.js';
-import { pdfjs } from '../files/pdfjs.js';
 import type { AiConfig } from './ai.js';
 import { openForDetection } from './open.js';
 import { detectFields } from './pipeline.js';
