@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PDFArray, PDFDict, PDFDocument, PDFName } from '@cantoo/pdf-lib';
 import { iou } from '../src/detect/geometry.js';
+import type { DetectionLoading } from '../src/detect/open.js';
+import { pdfjs } from '../src/files/pdfjs.js';
 import type { DetectedField, Rect } from '../src/detect/types.js';
 import { CORPUS } from '../test/helpers/files.js';
 
@@ -182,3 +184,9 @@ export const f1 = (c: Counts) => {
   return p + r ? (2 * p * r) / (p + r) : 0;
 };
 export const typeAccuracy = (c: Counts) => (c.matched ? c.typeRight / c.matched : 0);
+
+/** A file opened by pdf.js's own `getDocument` with `options` (its own port and handling of fonts), in the shape `openForDetection` gives. */
+export function openWithPdfjs(data: Uint8Array, options: object): DetectionLoading {
+  const task = pdfjs.getDocument({ data, ...options });
+  return { promise: task.promise, destroy: () => task.destroy() };
+}

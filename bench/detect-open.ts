@@ -10,19 +10,15 @@
  *
  *   node --import tsx bench/detect-open.ts     # BENCH_ROUNDS, 10 by default
  */
-import { pdfjs } from '../src/files/pdfjs.js';
 import { DETECTION_PDF_OPTIONS, openForDetection, type DetectionLoading } from '../src/detect/open.js';
 import { detectFields } from '../src/detect/pipeline.js';
-import { strippedCorpus, type StrippedForm } from './corpus.js';
+import { openWithPdfjs, strippedCorpus, type StrippedForm } from './corpus.js';
 import { median } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const corpus = await strippedCorpus();
 
-function withPdfjsDefaults(data: Uint8Array): DetectionLoading {
-  const task = pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS });
-  return { promise: task.promise, destroy: () => task.destroy() };
-}
+const byGetDocument = (data: Uint8Array) => openWithPdfjs(data, DETECTION_PDF_OPTIONS);
 
 async function time(form: StrippedForm, open: (data: Uint8Array) => DetectionLoading): Promise<number> {
   const started = performance.now();
@@ -43,11 +39,11 @@ for (let round = 0; round <= ROUNDS; round++) {
   let b = 0;
   for (const [i, form] of corpus.entries()) {
     if ((i + round) % 2) {
-      b += await time(form, withPdfjsDefaults);
+      b += await time(form, byGetDocument);
       a += await time(form, openForDetection);
     } else {
       a += await time(form, openForDetection);
-      b += await time(form, withPdfjsDefaults);
+      b += await time(form, byGetDocument);
     }
   }
   if (round === 0) continue;

@@ -12,8 +12,8 @@
  * confidence band). Then speed on ../shared/corpus: the whole detection of a parse job
  * (`detectFields`, the committed model, each file opened as the detection process opens it) against
  * pdf.js alone reading the same pages' text and operator lists with pdf.js's defaults (and, for
- * reference, with images not decoded, as the detection reads them), each form read every way in turn (the order turning), medians of
- * BENCH_ROUNDS rounds.
+ * reference, with images not decoded, as the detection reads them), each form read every way in
+ * turn (the order turning and reversing), medians of BENCH_ROUNDS rounds.
  *
  *   npm run train:detect   # once, and after changing candidates, features or the data set
  *   npm run bench:detect
@@ -28,7 +28,7 @@ import { DETECTION_PDF_OPTIONS, openForDetection, type DetectionLoading } from '
 import { detectFields } from '../src/detect/pipeline.js';
 import type { DetectedField } from '../src/detect/types.js';
 import { CACHE, loadDataset, type DataForm } from '../scripts/detect/dataset.js';
-import { add, CLASSES, emptyCounts, f1, precision, recall, score, strippedCorpus, typeAccuracy, type Cls, type Counts, type StrippedForm, type TruthWidget } from './corpus.js';
+import { add, CLASSES, emptyCounts, f1, openWithPdfjs, precision, recall, score, strippedCorpus, typeAccuracy, type Cls, type Counts, type StrippedForm, type TruthWidget } from './corpus.js';
 import { median, PDFJS_ALONE_OPTIONS } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -44,8 +44,8 @@ const open = (bytes: Uint8Array, options: object) => pdfjs.getDocument({ data: b
 /** The detection opens a file as its process does (src/detect/open.ts). */
 async function detect(form: StrippedForm, detector: typeof detectFields = detectFields, opener: (data: Uint8Array) => DetectionLoading = openForDetection): Promise<DetectedField[]> {
   const task = opener(form.bytes.slice());
-  const doc = await task.promise;
   try {
+    const doc = await task.promise;
     return (await detector(doc)).fields;
   } finally {
     await task.destroy();
@@ -207,22 +207,18 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const baseOpen = path.resolve(baseDir ?? '.', 'src/detect/open.ts');
   const baseModule = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object; openForDetection?: typeof openForDetection }) : null;
   const baseOptions = baseModule?.DETECTION_PDF_OPTIONS ?? PDFJS_ALONE_OPTIONS;
-  const baseOpener =
-    baseModule?.openForDetection ??
-    ((data: Uint8Array): DetectionLoading => {
-      const task = pdfjs.getDocument({ data, ...baseOptions });
-      return { promise: task.promise, destroy: () => task.destroy() };
-    });
+  const baseOpener = baseModule?.openForDetection ?? ((data: Uint8Array) => openWithPdfjs(data, baseOptions));
   const detectMs: number[] = [];
   const baseMs: number[] = [];
   const aloneMs: number[] = [];
   const aloneNoImagesMs: number[] = [];
-  // Each form is read every way one after the other, in an order that turns from form to form and round to round, so that the ways share
-  // the machine's moments of noise (a round takes seconds; a form, tens of milliseconds).
+  // Each form is read every way one after the other, so that the ways share the machine's moments of noise (a round takes seconds; a
+  // form, tens of milliseconds). The order turns from form to form and round to round, and every other time it runs backwards, so that
+  // no way always follows the same other one (and inherits its garbage to collect).
   type Way = [times: number[], read: (form: StrippedForm) => Promise<unknown>];
   const ways: Way[] = [
     [aloneMs, (form) => pdfjsAlone(form)],
-    // The same opened with images left undecoded, as the detection opens a file: the ratio if pdf.js's own reading were held to that too.
+    // The same with the detection's options (images left undecoded): the ratio if pdf.js's own reading were held to that too.
     [aloneNoImagesMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS)],
     [detectMs, (form) => detect(form)],
     ...(baseDetectFields ? [[baseMs, (form) => detect(form, baseDetectFields, baseOpener)] satisfies Way] : []),
@@ -230,8 +226,9 @@ if (ROUNDS > 0 && PART !== 'figures') {
   for (let round = 0; round < ROUNDS + 1; round++) {
     const sums = ways.map(() => 0);
     for (const [i, form] of corpus.entries()) {
+      const shift = i + round;
       for (let k = 0; k < ways.length; k++) {
-        const w = (k + i + round) % ways.length;
+        const w = ((shift % 2 ? ways.length - 1 - k : k) + shift) % ways.length;
         const t = performance.now();
         await ways[w]![1](form);
         sums[w]! += performance.now() - t;
@@ -247,7 +244,7 @@ if (ROUNDS > 0 && PART !== 'figures') {
     '',
     `Detection of all ${corpusPages} pages of ../shared/corpus (stripped): median ${median(detectMs).toFixed(0)} ms (${(corpusPages / (median(detectMs) / 1000)).toFixed(1)} pages/s); pdf.js alone reading the same pages' text and operator lists: ${median(aloneMs).toFixed(0)} ms. **Ratio ${ratio.toFixed(2)} ×** (median of ${ROUNDS} rounds, per-round ratios ${detectMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
     '',
-    `pdf.js alone with images not decoded (\`maxImageSize: 0\`, as the detection opens a file): ${median(aloneNoImagesMs).toFixed(0)} ms; the detection against it: ratio ${median(detectMs.map((d, i) => d / aloneNoImagesMs[i]!)).toFixed(2)} ×.`,
+    `pdf.js alone with images not decoded (\`maxImageSize: 0\`, as the detection reads a file): ${median(aloneNoImagesMs).toFixed(0)} ms; the detection against it: ratio ${median(detectMs.map((d, i) => d / aloneNoImagesMs[i]!)).toFixed(2)} ×.`,
   ];
   if (baseDir) {
     lines.push(

@@ -11,8 +11,8 @@ import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
   const task = openForDetection(bytes);
-  const doc = await task.promise;
   try {
+    const doc = await task.promise;
     const out: PageGraphics[] = [];
     for (let p = 1; p <= doc.numPages; p++) {
       const page = await doc.getPage(p);

@@ -2,9 +2,9 @@ import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';
 import { getDocument, PDFWorker, WorkerMessageHandler } from '../files/pdfjs.js';
 
 /**
- * How the detection opens a PDF with pdf.js: in its detection process (thread.ts) and in the data
- * set's reader (scripts/detect/read-form.ts), so that the model is trained on pages read exactly as
- * the service reads them.
+ * The options of pdf.js with which the detection opens a PDF (through `openForDetection`, below: in
+ * its detection process, thread.ts, and in the data set's reader, scripts/detect/read-form.ts, so
+ * that the model is trained on pages read exactly as the service reads them).
  *
  * Images are not decoded. With `maxImageSize: 0` pdf.js leaves every image out of a page's operator
  * list instead of decoding it (and, as errors are not fatal, only warns). Image masks go too (pdf.js
@@ -24,7 +24,11 @@ export const DETECTION_PDF_OPTIONS = {
   verbosity: 0,
 } as const;
 
-/** A document being opened for detection: pdf.js's loading task, and what ends it and its port. */
+/**
+ * A document being opened for detection: pdf.js's loading task, and what ends it and its port.
+ * `destroy` must be called whether or not `promise` resolves. Its operator lists are read-only:
+ * their arguments are pdf.js's own objects, some of them shared between pages (see `InThreadPort`).
+ */
 export interface DetectionLoading {
   promise: Promise<PDFDocumentProxy>;
   destroy(): Promise<void>;
@@ -42,18 +46,25 @@ export interface DetectionLoading {
  *   `InThreadPort` instead, which hands an operator list's chunk over without copying its contents.
  * - With no document to load fonts into (`disableFontFace`, the default in Node), pdf.js draws
  *   every glyph a page shows as a path of its own and sends the paths over, for a renderer. Here
- *   fonts are loaded into `FONT_SINK` instead, and no glyph is drawn.
+ *   fonts are loaded into `FONT_SINK` instead, and the glyphs of ordinary text are not drawn (those
+ *   filled with a pattern or used as a clipping path still are). What it costs instead is each
+ *   embedded font's base64 text, once per document: less on the forms measured, but it grows with
+ *   the font's size rather than with the glyphs shown.
  *
  * Together the detection of ../shared/corpus took about a tenth less time (bench/detect-open.ts),
- * and every page of the data set read the same, byte for byte (bench/README.md, issue 15).
+ * and every page of the data set read the same, byte for byte (bench/README.md, issue 15). A
+ * document opened so must not be rendered: its fonts were never really loaded.
  */
 export function openForDetection(data: Uint8Array): DetectionLoading {
   const port = new InThreadPort();
   WorkerMessageHandler.initializeFromPort(port);
-  // Typed as a Web Worker, which is what pdf.js's browser build passes there; it needs only a port's methods. The worker side takes its
-  // verbosity from here, not from getDocument's options (for the whole process: pdf.js keeps one level).
-  const worker = PDFWorker.create({ port: port as unknown as PDFWorkerPort, verbosity: DETECTION_PDF_OPTIONS.verbosity });
-  const task = getDocument({ data, ...DETECTION_PDF_OPTIONS, disableFontFace: false, ownerDocument: FONT_SINK as unknown as Document, worker });
+  // Typed as a Web Worker, which is what pdf.js's browser build passes there; it needs only a
+  // port's methods. The worker side takes its verbosity from here, not from getDocument's options
+  // (for the whole process: pdf.js keeps one level).
+  const verbosity = DETECTION_PDF_OPTIONS.verbosity;
+  const worker = PDFWorker.create({ port: port as unknown as PDFWorkerPort, verbosity });
+  const ownerDocument = FONT_SINK as unknown as Document;
+  const task = getDocument({ data, ...DETECTION_PDF_OPTIONS, disableFontFace: false, ownerDocument, worker });
   return {
     promise: task.promise,
     async destroy() {
@@ -101,19 +112,23 @@ type PDFWorkerPort = NonNullable<Parameters<typeof PDFWorker.create>[0]>['port']
  * pdf.js's `LoopbackPort` (one port that both sides listen on, each message delivered in a
  * microtask after it is posted), but an operator list's chunk is handed over as two new arrays of
  * the same items instead of a deep copy. The arrays must be new: pdf.js empties its own once it has
- * posted them (`OperatorList.flush`). The items are not copied: each operator's arguments are made
- * for that operator and not touched by pdf.js once posted (typed arrays among them are transferred,
- * which a real port would leave unusable on the worker's side), and the glyph objects pdf.js keeps
- * per font are never changed once made (a getter caches one more property on first use). The
- * detection only reads them. Every other message is
- * copied as before.
+ * posted them (`OperatorList.flush`). The items are not copied, so this side holds pdf.js's own
+ * objects, some of them shared: the glyphs of a string shown are one array kept per font
+ * (`_charsCache`) for every time it is shown, on every page; graphics states and patterns are
+ * cached too. pdf.js never changes them once made (a glyph's getter caches one more property on
+ * first use), and typed arrays among them are transferred, which a real port would leave unusable
+ * on the worker's side. The detection only reads them, and must never change them. Every other
+ * message is copied as before. (`STREAM_ENQUEUE` and the chunk's shape are pdf.js's internals: if
+ * they change, every message is copied again, which test/detect/pdfjs.test.ts notices.)
  */
 class InThreadPort {
   readonly #listeners = new Map<Listener, (() => void) | null>();
 
   postMessage(message: unknown, transfer?: Transferable[] | null): void {
     const chunk = operatorChunk(message);
-    const data = chunk ? { ...(message as object), chunk: { ...chunk, fnArray: chunk.fnArray.slice(), argsArray: chunk.argsArray.slice() } } : structuredClone(message, transfer ? { transfer } : undefined);
+    const data = chunk
+      ? { ...(message as object), chunk: { ...chunk, fnArray: chunk.fnArray.slice(), argsArray: chunk.argsArray.slice() } }
+      : structuredClone(message, transfer ? { transfer } : undefined);
     const event = { data };
     void Promise.resolve().then(() => {
       for (const listener of this.#listeners.keys()) listener.call(this, event);

@@ -436,12 +436,11 @@ describe('the ai engine in the pipeline: a time budget for the whole review', ()
     const page = { draw: (d: { text: (t: string, x: number, y: number, size?: number) => void; rule: (a: number, b: number, y: number, thickness?: number) => void }) => (d.text('Full name', 72, 702, 10), d.rule(130, 360, 700, 0.75)) };
     const data = await drawPdf([page, page, page]);
     const { openForDetection } = await import('../../src/detect/open.js');
-    const task = openForDetection(data);
-    const doc = await task.promise;
     const progress: number[] = [];
+    const task = openForDetection(data);
     const started = performance.now();
     try {
-      const result = await detectFields(doc, {
+      const result = await detectFields(await task.promise, {
         engine: 'ai',
         ai: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: null, model: 'm', timeoutMs: 60_000, maxRetries: 0 },
         aiBudgetMs: 400,

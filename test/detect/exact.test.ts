@@ -2,20 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { degrees, PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { openForDetection } from '../../src/detect/open.js';
-import { detectFields, mergeSources } from '../../src/detect/pipeline.js';
+import { mergeSources } from '../../src/detect/pipeline.js';
 import type { DetectedField } from '../../src/detect/types.js';
 import { CORPUS, corpusFiles } from '../helpers/files.js';
-
-async function detect(data: Uint8Array | Buffer) {
-  const task = openForDetection(new Uint8Array(data));
-  const doc = await task.promise;
-  try {
-    return await detectFields(doc);
-  } finally {
-    await task.destroy();
-  }
-}
+import { detect } from '../helpers/layout-pdf.js';
 
 interface TruthWidget {
   name: string;

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { corpusFiles } from '../helpers/files.js';
 
 const ENGINE_PUSH = Array.prototype.push;
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -119,7 +118,8 @@ describe('a file opened for detection (DETECTION_PDF_OPTIONS)', () => {
 });
 
 describe('a file opened for detection (openForDetection)', () => {
-  it("reads every page as pdf.js's own port does, an operator list of many chunks included, without drawing glyphs as paths; fails on a file that is no PDF", async () => {
+  it("reads every page as pdf.js's own port does, an operator list of many chunks included, without copying it and without drawing glyphs as paths; fails on a file that is no PDF or locked", async () => {
+    const { corpusFiles, makePdf } = await import('../helpers/files.js');
     const { pdfjs } = await import('../../src/files/pdfjs.js');
     const { DETECTION_PDF_OPTIONS, openForDetection } = await import('../../src/detect/open.js');
     const { readPage } = await import('../../src/detect/layout-page.js');
@@ -145,6 +145,8 @@ describe('a file opened for detection (openForDetection)', () => {
       const pages: string[] = [];
       let ops = 0;
       let glyphPaths = 0;
+      // Glyph objects as pdf.js made them (a class of its own), not plain copies: the chunks were handed over, not cloned.
+      let glyphsShared = 0;
       for (let p = 1; p <= pdf.numPages; p++) {
         const page = await pdf.getPage(p);
         const viewport = page.getViewport({ scale: 1 });
@@ -157,11 +159,16 @@ describe('a file opened for detection (openForDetection)', () => {
         operators.fnArray.forEach((fn, i) => {
           const args = operators.argsArray[i] as unknown[];
           if (fn === pdfjs.OPS.setFont) font = args[0] as string;
-          if (fn === pdfjs.OPS.showText) for (const glyph of args[0] as Array<{ fontChar?: string }>) if (glyph.fontChar && page.commonObjs.has(`${font}_path_${glyph.fontChar}`)) glyphPaths++;
+          if (fn !== pdfjs.OPS.showText) return;
+          for (const glyph of args[0] as Array<{ fontChar?: string } | number>) {
+            if (typeof glyph !== 'object') continue;
+            if (Object.getPrototypeOf(glyph) !== Object.prototype) glyphsShared++;
+            if (glyph.fontChar && page.commonObjs.has(`${font}_path_${glyph.fontChar}`)) glyphPaths++;
+          }
         });
         page.cleanup();
       }
-      return { pages, ops, glyphPaths };
+      return { pages, ops, glyphPaths, glyphsShared };
     };
     const stockRead = async (data: Uint8Array) => {
       const stock = pdfjs.getDocument({ data, ...DETECTION_PDF_OPTIONS });
@@ -181,10 +188,12 @@ describe('a file opened for detection (openForDetection)', () => {
     };
     const expected = await stockRead(bytes.slice());
     assert.ok(expected.ops > 2000, `${expected.ops} operators on a page`);
+    assert.equal(expected.glyphsShared, 0, "pdf.js's own port copies the glyphs");
     // Twice: a second document after the first one's port is gone.
     for (let n = 0; n < 2; n++) {
       const got = await ownRead(bytes.slice());
       assert.equal(got.pages.length, 3);
+      assert.ok(got.glyphsShared > 0, 'the glyphs were handed over, not copied');
       got.pages.forEach((page, i) => assert.equal(page, expected.pages[i], `page ${i + 1}`));
     }
     // Real forms, whose fonts are embedded (pdf.js has no glyphs of the standard fonts to draw in Node).
@@ -201,5 +210,9 @@ describe('a file opened for detection (openForDetection)', () => {
     const broken = openForDetection(new TextEncoder().encode('not a pdf at all'));
     await assert.rejects(broken.promise, { name: 'InvalidPDFException' });
     await broken.destroy();
+    // thread.ts tells a locked file by this name.
+    const locked = openForDetection(new Uint8Array(await makePdf([{ width: 612, height: 792 }], { userPassword: 'secret' })));
+    await assert.rejects(locked.promise, { name: 'PasswordException' });
+    await locked.destroy();
   });
 });

@@ -51,8 +51,8 @@ export async function drawPdf(pages: PageSpec[]): Promise<Uint8Array> {
 /** The fields `detectFields` finds in a PDF. */
 export async function detect(data: Uint8Array): Promise<DetectionResult> {
   const task = openForDetection(new Uint8Array(data));
-  const doc = await task.promise;
   try {
+    const doc = await task.promise;
     return await detectFields(doc);
   } finally {
     await task.destroy();
@@ -62,8 +62,8 @@ export async function detect(data: Uint8Array): Promise<DetectionResult> {
 /** The text items pdf.js reads on page 1 (to check what a font gives). */
 export async function textOf(data: Uint8Array): Promise<string[]> {
   const task = openForDetection(new Uint8Array(data));
-  const doc = await task.promise;
   try {
+    const doc = await task.promise;
     const page = await doc.getPage(1);
     const content = await page.getTextContent();
     return content.items.map((i) => ('str' in i ? i.str : ''));

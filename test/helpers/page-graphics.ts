@@ -9,8 +9,8 @@ import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function graphicsOf(data: Uint8Array): Promise<PageGraphics> {
   const task = openForDetection(new Uint8Array(data));
-  const doc = await task.promise;
   try {
+    const doc = await task.promise;
     const page = await doc.getPage(1);
     const viewport = page.getViewport({ scale: 1 });
     const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
