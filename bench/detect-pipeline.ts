@@ -18,7 +18,8 @@ import { strippedCorpus } from './corpus.js';
 import { PDFJS_ALONE_OPTIONS } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-// The detection opens a file as src/detect/thread.ts does (openForDetection); pdf.js alone as bench/detect.ts times it (pdf.js's defaults).
+// The detection opens a file as src/detect/thread.ts does (openForDetection, below); pdf.js alone opens it as bench/detect.ts times it
+// (pdf.js's defaults), with this.
 const open = (bytes: Uint8Array, options: object) => pdfjs.getDocument({ data: bytes.slice(), ...options }).promise;
 
 const corpus = await strippedCorpus();
