@@ -82,6 +82,8 @@ export const PROPOSAL_KINDS: readonly ProposalKind[] = [
 ];
 
 export type ProposalClass = 'text' | 'checkbox' | 'signature';
+/** A class as a small number, for typed arrays. */
+const CLASS_ID: Readonly<Record<ProposalClass, number>> = { text: 0, checkbox: 1, signature: 2 };
 
 export interface Proposal {
   /** Points of the displayed page, origin top-left. */
@@ -151,8 +153,9 @@ export class Grid<T extends Box> {
   private readonly filed: Int32Array;
   private readonly stamp: Uint32Array;
   private epoch = 0;
-  private readonly cols: number;
-  private readonly rows: number;
+  /** Columns and rows of cells: cell `row * cols + col` (`cellOf`). */
+  readonly cols: number;
+  readonly rows: number;
   private readonly size: number;
   /** Each item's box: x, y, x + w, y + h. */
   private readonly x1: Float64Array;
@@ -1126,30 +1129,56 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   const buckets: Proposal[][] = Array.from({ length: ORDER.length + 1 }, () => []);
   for (const p of proposals) buckets[PRIORITY.get(p.kind)!]!.push(p);
   const kept: Proposal[] = [];
-  const grid = new Map<number, Proposal[]>();
+  if (!proposals.length) return kept;
+  // The kept boxes filed by the cell of their top-left corner (`key`), each cell's a chain through
+  // `next`, their numbers in typed arrays: whether a box clashes does not depend on the order in
+  // which the kept boxes are looked at.
   const cell = 16;
   const cols = Math.ceil(width / cell) + 4;
+  const key = (p: Proposal) => Math.floor(p.y / cell) * cols + Math.floor(p.x / cell);
+  let low = Infinity;
+  let high = -Infinity;
+  for (const p of proposals) {
+    low = Math.min(low, key(p));
+    high = Math.max(high, key(p));
+  }
+  // Every key a box's neighbourhood looks at (a row and a column either side), shifted to start at 0.
+  const first = low - cols - 1;
+  const head = new Int32Array(high + cols + 1 - first + 1).fill(-1);
+  const next = new Int32Array(proposals.length);
+  const x = new Float64Array(proposals.length);
+  const y = new Float64Array(proposals.length);
+  const w = new Float64Array(proposals.length);
+  const h = new Float64Array(proposals.length);
+  const cls = new Uint8Array(proposals.length);
   for (const bucket of buckets) {
     for (const p of bucket) {
       const cx = Math.floor(p.x / cell);
       const cy = Math.floor(p.y / cell);
+      const c = CLASS_ID[p.cls];
+      const area = p.w * p.h;
       let clash = false;
       // Near-identical boxes have their top-left corners within a cell of each other.
       for (let r = cy - 1; r <= cy + 1 && !clash; r++)
-        for (let c = cx - 1; c <= cx + 1 && !clash; c++) {
-          const list = grid.get(r * cols + c);
-          if (!list) continue;
-          for (let k = 0; k < list.length && !clash; k++) {
-            const q = list[k]!;
-            if (q.cls === p.cls && iouBox(p, q) > 0.9) clash = true;
+        for (let cc = cx - 1; cc <= cx + 1 && !clash; cc++) {
+          for (let k = head[r * cols + cc - first]!; k >= 0 && !clash; k = next[k]!) {
+            if (cls[k] !== c) continue;
+            // IoU over 0.9, as `iouBox` measures it.
+            const inter = overlap(p.x, p.x + p.w, x[k]!, x[k]! + w[k]!) * overlap(p.y, p.y + p.h, y[k]!, y[k]! + h[k]!);
+            if (inter > 0 && inter / (area + w[k]! * h[k]! - inter) > 0.9) clash = true;
           }
         }
       if (clash) continue;
+      const k = kept.length;
       kept.push(p);
-      const key = cy * cols + cx;
-      const list = grid.get(key);
-      if (list) list.push(p);
-      else grid.set(key, [p]);
+      x[k] = p.x;
+      y[k] = p.y;
+      w[k] = p.w;
+      h[k] = p.h;
+      cls[k] = c;
+      const at = cy * cols + cx - first;
+      next[k] = head[at]!;
+      head[at] = k;
     }
   }
   return kept;

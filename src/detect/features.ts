@@ -587,6 +587,12 @@ class Neighbours {
   private readonly largestIou: Float64Array;
   private readonly containedIn: Int32Array;
   private readonly contains: Int32Array;
+  /** Each proposal's edges (x, y, x + w, y + h) and size (w × h), as the box tests read them. */
+  private readonly x1: Float64Array;
+  private readonly y1: Float64Array;
+  private readonly x2: Float64Array;
+  private readonly y2: Float64Array;
+  private readonly size: Float64Array;
 
   constructor(proposals: readonly Proposal[], width: number, height: number) {
     const n = proposals.length;
@@ -597,12 +603,53 @@ class Neighbours {
     this.largestIou = new Float64Array(n);
     this.containedIn = new Int32Array(n);
     this.contains = new Int32Array(n);
+    // Numbers in typed arrays: the pairs' loop below reads them many times a box.
+    const x1 = (this.x1 = new Float64Array(n));
+    const y1 = (this.y1 = new Float64Array(n));
+    const x2 = (this.x2 = new Float64Array(n));
+    const y2 = (this.y2 = new Float64Array(n));
+    const size = (this.size = new Float64Array(n));
+    const cx = new Float64Array(n);
+    const cy = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const p = proposals[i]!;
+      x1[i] = p.x;
+      y1[i] = p.y;
+      x2[i] = p.x + p.w;
+      y2[i] = p.y + p.h;
+      size[i] = p.w * p.h;
+      cx[i] = p.x + p.w / 2;
+      cy[i] = p.y + p.h / 2;
+    }
+    // The centres' grid gives the cells (a centre is in one, or none when not a number) and which
+    // boxes would have been kept apart as big; the centres are then read cell by cell from arrays
+    // of their own, in the order the grid's scan meets them (by cell, then index).
     const centres = new Grid(
-      proposals.map((p, i) => ({ x: p.x + p.w / 2, y: p.y + p.h / 2, w: 0, h: 0, i })),
+      proposals.map((p, i) => ({ x: cx[i]!, y: cy[i]!, w: 0, h: 0 })),
       24,
       width,
       height,
     );
+    const cells = centres.cols * centres.rows;
+    const centreCell = new Int32Array(n);
+    const start = new Int32Array(cells + 1);
+    for (let i = 0; i < n; i++) {
+      const c = centres.cellOf(cx[i]!, cy[i]!);
+      centreCell[i] = Number.isNaN(c) ? -1 : c;
+      if (centreCell[i]! >= 0) start[centreCell[i]! + 1]!++;
+    }
+    for (let c = 1; c <= cells; c++) start[c]! += start[c - 1]!;
+    const order = new Int32Array(start[cells]!);
+    const ox = new Float64Array(order.length);
+    const oy = new Float64Array(order.length);
+    const next = start.slice(0, cells);
+    for (let i = 0; i < n; i++) {
+      if (centreCell[i]! < 0) continue;
+      const k = next[centreCell[i]!]!++;
+      order[k] = i;
+      ox[k] = cx[i]!;
+      oy[k] = cy[i]!;
+    }
     // Whether a box would have been found by the lookup of the boxes holding a centre (a grid of
     // the same size as the centres'), and where it came in that lookup.
     const found = new Uint8Array(n);
@@ -613,45 +660,56 @@ class Neighbours {
       found[i] = !big || bigs++ < MAX_BIG ? 1 : 0;
       heldRank[i] = big ? i : n + i;
     });
-    // The cell of each centre (the order the centres lookup meets them in).
-    const centreCell = Int32Array.from(centres.items, (c) => centres.cellOf(c.x, c.y));
-    // Whether p's centre lies in q (as both lookups test it).
-    const holds = (q: Proposal, cx: number, cy: number) => q.x <= cx && q.x + q.w >= cx && q.y <= cy && q.y + q.h >= cy;
+    const cols = centres.cols;
     for (let pi = 0; pi < n; pi++) {
-      const p = proposals[pi]!;
-      const cx = p.x + p.w / 2;
-      const cy = p.y + p.h / 2;
-      for (let k = 0, hits = centres.scan(p.x, p.y, p.x + p.w, p.y + p.h); k < hits; k++) {
-        // q's centre is in p: q is p's neighbour.
-        const qi = centres.hitIndexes[k]!;
-        if (qi === pi) continue;
-        const q = proposals[qi]!;
-        const mutual = holds(q, cx, cy);
-        // p's centre is in q too: q's own lookup finds p; the pair is measured from the lower index.
-        if (mutual && qi < pi) continue;
-        const v = iou(p, q);
-        if (v <= 0) continue;
-        // q's rank among p's neighbours: met holding p's centre, or as a centre inside p.
-        this.meet(pi, p, q, v, mutual && found[qi] ? heldRank[qi]! : 2 * n + centreCell[qi]! * n + qi);
-        // p is q's neighbour when p's centre is in q, or when q's centre is in p and p was found holding it.
-        if (mutual) this.meet(qi, q, p, v, found[pi] ? heldRank[pi]! : 2 * n + centreCell[pi]! * n + pi);
-        else if (found[pi]) this.meet(qi, q, p, v, heldRank[pi]!);
+      const px1 = x1[pi]!;
+      const py1 = y1[pi]!;
+      const px2 = x2[pi]!;
+      const py2 = y2[pi]!;
+      // (The grid's scan finds nothing in a box of no size or of a coordinate that is not a number.)
+      if (!(px2 >= px1 && py2 >= py1)) continue;
+      const pcx = cx[pi]!;
+      const pcy = cy[pi]!;
+      const from = centres.cellOf(px1, py1);
+      const to = centres.cellOf(px2, py2);
+      const c1 = from % cols;
+      const c2 = to % cols;
+      for (let base = from - c1; base <= to - c2; base += cols) {
+        for (let k = start[base + c1]!, end = start[base + c2 + 1]!; k < end; k++) {
+          // q's centre is in p: q is p's neighbour.
+          if (!(ox[k]! >= px1 && ox[k]! <= px2 && oy[k]! >= py1 && oy[k]! <= py2)) continue;
+          const qi = order[k]!;
+          if (qi === pi) continue;
+          const mutual = x1[qi]! <= pcx && x2[qi]! >= pcx && y1[qi]! <= pcy && y2[qi]! >= pcy;
+          // p's centre is in q too: q's own lookup finds p; the pair is measured from the lower index.
+          if (mutual && qi < pi) continue;
+          const inter = overlap(px1, px2, x1[qi]!, x2[qi]!) * overlap(py1, py2, y1[qi]!, y2[qi]!);
+          if (inter <= 0) continue;
+          // IoU, as `iou` measures it.
+          const v = inter / (Math.max(1e-6, size[pi]!) + Math.max(1e-6, size[qi]!) - inter);
+          // q's rank among p's neighbours: met holding p's centre, or as a centre inside p.
+          this.meet(pi, qi, v, mutual && found[qi] ? heldRank[qi]! : 2 * n + centreCell[qi]! * n + qi);
+          // p is q's neighbour when p's centre is in q, or when q's centre is in p and p was found holding it.
+          if (mutual) this.meet(qi, pi, v, found[pi] ? heldRank[pi]! : 2 * n + centreCell[pi]! * n + pi);
+          else if (found[pi]) this.meet(qi, pi, v, heldRank[pi]!);
+        }
       }
     }
   }
 
   /** Counts q, at IoU `v` with p, as p's neighbour met at `rank` in p's lookups. */
-  private meet(pi: number, p: Proposal, q: Proposal, v: number, rank: number): void {
+  private meet(pi: number, qi: number, v: number, rank: number): void {
     this.count[pi]!++;
     if (v > this.maxIou[pi]!) this.maxIou[pi] = v;
-    const size = q.w * q.h;
+    const size = this.size[qi]!;
     if (size > this.largestArea[pi]! || (size === this.largestArea[pi] && rank < this.largestRank[pi]!)) {
       this.largestArea[pi] = size;
       this.largestRank[pi] = rank;
       this.largestIou[pi] = v;
     }
-    if (q.x <= p.x + 1 && q.y <= p.y + 1 && q.x + q.w >= p.x + p.w - 1 && q.y + q.h >= p.y + p.h - 1) this.containedIn[pi]!++;
-    else if (p.x <= q.x + 1 && p.y <= q.y + 1 && p.x + p.w >= q.x + q.w - 1 && p.y + p.h >= q.y + q.h - 1) this.contains[pi]!++;
+    const { x1, y1, x2, y2 } = this;
+    if (x1[qi]! <= x1[pi]! + 1 && y1[qi]! <= y1[pi]! + 1 && x2[qi]! >= x2[pi]! - 1 && y2[qi]! >= y2[pi]! - 1) this.containedIn[pi]!++;
+    else if (x1[pi]! <= x1[qi]! + 1 && y1[pi]! <= y1[qi]! + 1 && x2[pi]! >= x2[qi]! - 1 && y2[pi]! >= y2[qi]! - 1) this.contains[pi]!++;
   }
 
   push(index: number, row: RowWriter): void {
