@@ -11,7 +11,7 @@
  * and capped, so that a sentinel of -1 ("none") stays apart from every real value.
  */
 import { Grid, MAX_BIG, OPTION_WORD, PageModel, PROPOSAL_KINDS, WORD_GLYPH, WORD_LEADER, WORD_TEXT, WORD_UNDERSCORE, type Phrase, type Proposal } from './candidates.js';
-import { rememberedTest, type Box, type PageGraphics, type Shape } from './layout-page.js';
+import { type Box, type PageGraphics, type Shape } from './layout-page.js';
 
 /**
  * Whole words (any of `words`, in any case) or, for `stems`, words starting so. JavaScript's `\b`
@@ -39,9 +39,14 @@ const LEXICON: Array<[string, RegExp]> = [
 const KINDS = PROPOSAL_KINDS;
 
 /** Tests of a label's text asked of many proposals with the same labels: remembered by text. */
-const isOption = rememberedTest((s) => OPTION_WORD.test(s));
-const endsWithColon = rememberedTest((s) => /:\s*$/.test(s));
-const labelEndsWithColon = rememberedTest((s) => /[:：]\s*$/.test(s));
+/**
+ * Whether a text ends with one of `colons` and then only white space: `/[:：]\s*$/` (`trimEnd`
+ * removes what `\s` matches), without a regular expression run per proposal.
+ */
+const endsWith = (s: string, colons: string): boolean => {
+  const t = s.trimEnd();
+  return t.length > 0 && colons.includes(t[t.length - 1]!);
+};
 const CLASSES = ['text', 'checkbox', 'signature'] as const;
 
 const textFeatures = (prefix: string) => [
@@ -230,7 +235,7 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
   });
   const [bottoms, lefts, sizes, sizeKinds] = keys.map(countEqual) as [Int32Array, Int32Array, Int32Array, Int32Array];
   const sizes0 = new LocalSize(model);
-  const lexicon = new Map<Phrase, number[]>();
+  const facts = new PhraseFacts(model.phrases);
   const cellWords = new Map<Proposal, number>();
   const pageWords = model.words.length;
   const pageRules = model.horizontal.length + model.vertical.length;
@@ -255,18 +260,18 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
     pushRules(model, p, local, row);
     pushShapes(shapeGrid, p, row);
     pushInside(model, p, row);
-    pushText(left(model, p), p, local, 'left', lexicon, row);
-    pushText(above(model, p), p, local, 'above', lexicon, row);
+    pushText(left(model, p), p, local, 'left', facts, row);
+    pushText(above(model, p), p, local, 'above', facts, row);
     const r = right(model, p);
     i = row.at;
-    v[i++] = r ? clamp((r.x - (p.x + p.w)) / local, -2, 40) : -1;
-    v[i++] = r && isOption(r.words[0]!.str) ? 1 : 0;
-    v[i++] = r && endsWithColon(r.str) ? 1 : 0;
+    v[i++] = r >= 0 ? clamp((model.phrases[r]!.x - (p.x + p.w)) / local, -2, 40) : -1;
+    v[i++] = r >= 0 ? facts.of(r)[OPTION_AT]! : 0;
+    v[i++] = r >= 0 ? facts.of(r)[COLON_AT]! : 0;
     row.at = i;
     pushBelowGap(model, p, local, row);
     i = row.at;
     v[i++] = Math.min(p.label.length, 80);
-    v[i++] = labelEndsWithColon(p.label) ? 1 : 0;
+    v[i++] = endsWith(p.label, ':：') ? 1 : 0;
     row.at = i;
     pushCell(model, cellGrid, cellWords, p, local, row);
     neighbours.push(index, row);
@@ -455,42 +460,57 @@ function pushInside(model: PageModel, p: Proposal, row: RowWriter): void {
   row.at = i;
 }
 
-/** The phrase nearest on the box's left, on the line through its middle (or its bottom line). */
-function left(model: PageModel, p: Proposal): Phrase | null {
+/** The phrase nearest on the box's left, on the line through its middle (or its bottom line): its index in `model.phrases`, -1 when none. */
+function left(model: PageModel, p: Proposal): number {
   let best: Phrase | null = null;
+  let found = -1;
   const mid = p.y + p.h / 2;
   const low = p.y + p.h - Math.min(p.h, 14) / 2;
-  for (let i = 0, n = model.phraseGrid.scan(p.x - 250, p.y - 2, p.x + 2, p.y + p.h + 2), hits = model.phraseGrid.hits; i < n; i++) {
+  const { hits, hitIndexes } = model.phraseGrid;
+  for (let i = 0, n = model.phraseGrid.scan(p.x - 250, p.y - 2, p.x + 2, p.y + p.h + 2); i < n; i++) {
     const ph = hits[i]!;
     if (ph.x + ph.w > p.x + 2) continue;
     const m = ph.y + ph.h / 2;
     if (Math.abs(m - mid) > Math.max(ph.h * 0.6, p.h * 0.5) && Math.abs(m - low) > ph.h * 0.6) continue;
-    if (!best || ph.x + ph.w > best.x + best.w) best = ph;
+    if (!best || ph.x + ph.w > best.x + best.w) {
+      best = ph;
+      found = hitIndexes[i]!;
+    }
   }
-  return best;
+  return found;
 }
 
-/** The nearest phrase above the box, overlapping it in x, within a few lines. */
-function above(model: PageModel, p: Proposal): Phrase | null {
+/** The nearest phrase above the box, overlapping it in x, within a few lines: its index, -1 when none. */
+function above(model: PageModel, p: Proposal): number {
   let best: Phrase | null = null;
-  for (let i = 0, n = model.phraseGrid.scan(p.x - 2, p.y - 60, p.x + p.w, p.y + 2), hits = model.phraseGrid.hits; i < n; i++) {
+  let found = -1;
+  const { hits, hitIndexes } = model.phraseGrid;
+  for (let i = 0, n = model.phraseGrid.scan(p.x - 2, p.y - 60, p.x + p.w, p.y + 2); i < n; i++) {
     const ph = hits[i]!;
     if (ph.y + ph.h > p.y + 2 || overlap(ph.x, ph.x + ph.w, p.x - 2, p.x + p.w) <= 0) continue;
-    if (!best || ph.y + ph.h > best.y + best.h) best = ph;
+    if (!best || ph.y + ph.h > best.y + best.h) {
+      best = ph;
+      found = hitIndexes[i]!;
+    }
   }
-  return best;
+  return found;
 }
 
-/** The nearest phrase right of the box on its line. */
-function right(model: PageModel, p: Proposal): Phrase | null {
+/** The nearest phrase right of the box on its line: its index, -1 when none. */
+function right(model: PageModel, p: Proposal): number {
   let best: Phrase | null = null;
+  let found = -1;
   const mid = p.y + p.h / 2;
-  for (let i = 0, n = model.phraseGrid.scan(p.x + p.w - 2, p.y, p.x + p.w + 250, p.y + p.h), hits = model.phraseGrid.hits; i < n; i++) {
+  const { hits, hitIndexes } = model.phraseGrid;
+  for (let i = 0, n = model.phraseGrid.scan(p.x + p.w - 2, p.y, p.x + p.w + 250, p.y + p.h); i < n; i++) {
     const ph = hits[i]!;
     if (ph.x < p.x + p.w - 2 || Math.abs(ph.y + ph.h / 2 - mid) > Math.max(ph.h * 0.6, p.h * 0.5)) continue;
-    if (!best || ph.x < best.x) best = ph;
+    if (!best || ph.x < best.x) {
+      best = ph;
+      found = hitIndexes[i]!;
+    }
   }
-  return best;
+  return found;
 }
 
 /** Gap to the nearest text under the box, in font sizes (-1 when none within 5). */
@@ -505,29 +525,55 @@ function pushBelowGap(model: PageModel, p: Proposal, local: number, row: RowWrit
   row.values[row.at++] = Number.isFinite(best) ? best / local : -1;
 }
 
-function pushText(ph: Phrase | null, p: Proposal, local: number, side: 'left' | 'above', lexicon: Map<Phrase, number[]>, row: RowWriter): void {
+/** Where `PhraseFacts.of` puts, after the text's own features, whether its first word is an option word and whether it ends with a colon. */
+const OPTION_AT = 4 + LEXICON.length;
+const COLON_AT = OPTION_AT + 1;
+
+/**
+ * What the features read of a phrase's text, worked out once a page for each phrase met (by its
+ * index in the page model's `phrases`): `pushText`'s values of the text (a colon at its end, its
+ * length, its words, whether it is a number, each word list), then, read of a phrase on a box's
+ * right, whether its first word is an option word and whether it ends with an ASCII colon.
+ */
+class PhraseFacts {
+  private readonly known: Array<number[] | undefined>;
+
+  constructor(readonly phrases: readonly Phrase[]) {
+    this.known = new Array<number[] | undefined>(phrases.length);
+  }
+
+  of(index: number): number[] {
+    let facts = this.known[index];
+    if (!facts) {
+      const ph = this.phrases[index]!;
+      const str = ph.str.trim();
+      facts = [/[:：]$/.test(str) ? 1 : 0, Math.min(str.length, 120), Math.min(ph.words.length, 30), /^[\d\s.,()\-/$€£%a-z]{0,4}$/i.test(str) && /\d/.test(str) ? 1 : 0];
+      for (const [, re] of LEXICON) facts.push(re.test(str) ? 1 : 0);
+      facts.push(OPTION_WORD.test(ph.words[0]!.str) ? 1 : 0, endsWith(ph.str, ':') ? 1 : 0);
+      this.known[index] = facts;
+    }
+    return facts;
+  }
+}
+
+function pushText(index: number, p: Proposal, local: number, side: 'left' | 'above', facts: PhraseFacts, row: RowWriter): void {
   const v = row.values;
   let i = row.at;
-  if (!ph) {
+  if (index < 0) {
     v[i++] = 0;
     v[i++] = -1;
     for (let k = 0; k < 5 + LEXICON.length; k++) v[i++] = 0;
     row.at = i;
     return;
   }
+  const ph = facts.phrases[index]!;
   const gap = side === 'left' ? p.x - (ph.x + ph.w) : p.y - (ph.y + ph.h);
-  let own = lexicon.get(ph);
-  if (!own) {
-    const str = ph.str.trim();
-    own = [/[:：]$/.test(str) ? 1 : 0, Math.min(str.length, 120), Math.min(ph.words.length, 30), /^[\d\s.,()\-/$€£%a-z]{0,4}$/i.test(str) && /\d/.test(str) ? 1 : 0];
-    for (const [, re] of LEXICON) own.push(re.test(str) ? 1 : 0);
-    lexicon.set(ph, own);
-  }
+  const own = facts.of(index);
   v[i++] = 1;
   v[i++] = clamp(gap / local, -2, 40);
   for (let k = 0; k < 4; k++) v[i++] = own[k]!;
   v[i++] = ph.size / local;
-  for (let k = 4; k < own.length; k++) v[i++] = own[k]!;
+  for (let k = 4; k < OPTION_AT; k++) v[i++] = own[k]!;
   row.at = i;
 }
 
