@@ -817,13 +817,24 @@ function joinCents(candidates: Candidate[]): Candidate[] {
  *   the row: a numbered row's first field.
  */
 function dropHeaders(index: PageIndex, candidates: Candidate[]): Candidate[] {
-  const empty = candidates.filter((c) => c.kind === 'cell' && c.frame);
   const near = (a: number, b: number) => Math.abs(a - b) < 2.5;
+  // The empty cells' frames by their top (a frame whose top is not a number is near nothing), to
+  // look up those whose top is near a value by bisection (over a slightly wider range, each then
+  // tested by `near`) rather than one by one.
+  const empty = candidates
+    .filter((c) => c.kind === 'cell' && c.frame && !Number.isNaN(c.frame.top))
+    .map((c) => c.frame!)
+    .sort((a, b) => a.top - b.top);
+  const tops = Float64Array.from(empty, (f) => f.top);
+  const anyNear = (top: number, test: (e: NonNullable<Candidate['frame']>) => boolean) => {
+    for (let k = upperBound(tops, top - 2.6), end = lowerBound(tops, top + 2.6); k < end; k++) if (test(empty[k]!)) return true;
+    return false;
+  };
   return candidates.filter((c) => {
     if ((c.kind !== 'cell-top' && c.kind !== 'cell-left') || !c.frame) return true;
     const f = c.frame;
-    const column = empty.some((e) => near(e.frame!.top, f.bottom) && near(e.frame!.x1, f.x1) && near(e.frame!.x2, f.x2));
-    const row = empty.some((e) => near(e.frame!.x1, f.x2) && near(e.frame!.top, f.top) && near(e.frame!.bottom, f.bottom));
+    const column = anyNear(f.bottom, (e) => near(e.top, f.bottom) && near(e.x1, f.x1) && near(e.x2, f.x2));
+    const row = anyNear(f.top, (e) => near(e.x1, f.x2) && near(e.top, f.top) && near(e.bottom, f.bottom));
     if (column && !row && c.kind === 'cell-top' && filledHeader(index, c)) return true;
     if (row && !column && c.kind === 'cell-left' && LINE_NUMBER.test(c.label.trim())) return true;
     return !column && !row;
@@ -850,12 +861,27 @@ function filledHeader(index: PageIndex, c: Candidate): boolean {
 function dedupe(candidates: Candidate[]): Candidate[] {
   const sorted = [...candidates].sort((a, b) => b.score - a.score);
   const kept: Candidate[] = [];
+  // The kept boxes' edges and areas, read for every candidate after them.
+  const n = sorted.length;
+  const x1 = new Float64Array(n);
+  const x2 = new Float64Array(n);
+  const y1 = new Float64Array(n);
+  const y2 = new Float64Array(n);
+  const area = new Float64Array(n);
   for (const c of sorted) {
-    const clash = kept.some((k) => {
-      const inter = overlap(k.x, k.x + k.w, c.x, c.x + c.w) * overlap(k.y, k.y + k.h, c.y, c.y + c.h);
-      return inter > 0.5 * Math.min(k.w * k.h, c.w * c.h);
-    });
-    if (!clash) kept.push(c);
+    const cx2 = c.x + c.w;
+    const cy2 = c.y + c.h;
+    const own = c.w * c.h;
+    let clash = false;
+    for (let k = 0; k < kept.length && !clash; k++) clash = overlap(x1[k]!, x2[k]!, c.x, cx2) * overlap(y1[k]!, y2[k]!, c.y, cy2) > 0.5 * Math.min(area[k]!, own);
+    if (clash) continue;
+    const k = kept.length;
+    kept.push(c);
+    x1[k] = c.x;
+    x2[k] = cx2;
+    y1[k] = c.y;
+    y2[k] = cy2;
+    area[k] = own;
   }
   return kept;
 }
