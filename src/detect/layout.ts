@@ -124,6 +124,18 @@ class WordBand {
     }
     return found.sort((a, c) => a - c).map((i) => this.words[i]!);
   }
+
+  /**
+   * The words that may reach into the rows `top` to `bottom` (every word whose box does, and some
+   * just outside: a point of slack), in the order of `words`: a loop over them in place of one
+   * over all the words, with the same tests, finds the same words in the same order.
+   */
+  near(top: number, bottom: number): Word[] {
+    const from = lowerBound(this.tops, top - this.tallest - 1);
+    const to = upperBound(this.tops, bottom + 1);
+    const found = this.order.slice(from, to).sort();
+    return Array.from(found, (i) => this.words[i]!);
+  }
 }
 
 /** Words (of a band) that overlap a box by at least `share` of their own area. */
@@ -212,10 +224,12 @@ function checkLabel(index: PageIndex, b: Box): string {
 
 /** The label of a box: words at its top inside, else on its left on the same line, else above, else a caption just under it. */
 function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
-  const line = (seed: Word, pool: readonly Word[]) => {
+  // `pool` is the text words that may be on the seed's line (`textBand.near`), or the words in the
+  // box; `leftOf`, only those ending before the box.
+  const line = (seed: Word, pool: readonly Word[] = index.textBand.near(seed.y + seed.h / 2 - seed.h * 0.45, seed.y + seed.h / 2 + seed.h * 0.45), leftOf = false) => {
     // The seed and its neighbours on the same text line, in reading order (`pool` holds no leaders).
     const mid = seed.y + seed.h / 2;
-    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45).sort((p, q) => p.x - q.x);
+    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45 && (!leftOf || w.x + w.w <= b.x + 2)).sort((p, q) => p.x - q.x);
     const at = row.indexOf(seed);
     let lo = at;
     let hi = at;
@@ -231,7 +245,7 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
   // Left on the same line: the nearest word ending before the box.
   const bottom = b.y + b.h;
   let left: Word | null = null;
-  for (const w of index.labels) {
+  for (const w of index.labelBand.near(b.y - 2, bottom + 2)) {
     const wx2 = w.x + w.w;
     if (wx2 > b.x + 2 || b.x - wx2 > 250) continue;
     const wy = w.y + w.h / 2;
@@ -239,28 +253,28 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
     if (!left || wx2 > left.x + left.w) left = w;
   }
   if (left) {
-    const phrase = line(left, index.text.filter((w) => w.x + w.w <= b.x + 2));
+    const phrase = line(left, undefined, true);
     if (/[a-z]{2}/i.test(phrase)) return phrase;
   }
   // Above: the nearest word whose line sits just over the box, overlapping it.
   let above: Word | null = null;
-  for (const w of index.text) {
+  for (const w of index.textBand.near(b.y - 14, b.y + 2)) {
     const gapY = b.y - (w.y + w.h);
     if (gapY < -2 || gapY > 14) continue;
     if (overlap(w.x, w.x + w.w, b.x - 4, b.x + b.w) <= 0) continue;
     if (!above || w.y > above.y || (w.y === above.y && w.x < above.x)) above = w;
   }
-  if (above) return line(above, index.text);
-  if (left) return line(left, index.text);
+  if (above) return line(above);
+  if (left) return line(left);
   // Below: a caption printed under the line, starting within it.
   let below: Word | null = null;
-  for (const w of index.text) {
+  for (const w of index.textBand.near(bottom - 1, bottom + 6)) {
     const gapY = w.y - bottom;
     if (gapY < -1 || gapY > 6) continue;
     if (w.x < b.x - 2 || w.x > b.x + b.w - 4) continue;
     if (!below || w.y < below.y || (w.y === below.y && w.x < below.x)) below = w;
   }
-  return below ? line(below, index.text) : '';
+  return below ? line(below) : '';
 }
 
 const SIGNATURE = /signature|\bsign here\b|\bsigned\b|unterschrift|\bfirma\b|(?<!\p{L})sign[ée]e?(?!\p{L})|подпись|handtekening|assinatura|\bpodpis|\bfirme\b/iu;
