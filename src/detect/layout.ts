@@ -105,9 +105,17 @@ class WordBand {
   private readonly tallest: number;
 
   constructor(readonly words: readonly Word[]) {
-    this.order = Int32Array.from(words.keys()).sort((a, b) => words[a]!.y - words[b]!.y);
-    this.tops = Float64Array.from(this.order, (i) => words[i]!.y);
-    this.tallest = words.reduce((m, w) => Math.max(m, w.h), 0);
+    // By top edge, then by index (as a stable sort by top edge orders them).
+    const ys = new Float64Array(words.length);
+    let tallest = 0;
+    for (let i = 0; i < words.length; i++) {
+      ys[i] = words[i]!.y;
+      tallest = Math.max(tallest, words[i]!.h);
+    }
+    this.order = Int32Array.from(words.keys()).sort((a, b) => ys[a]! - ys[b]! || a - b);
+    this.tops = new Float64Array(words.length);
+    for (let k = 0; k < words.length; k++) this.tops[k] = ys[this.order[k]!]!;
+    this.tallest = tallest;
   }
 
   /** The words that overlap a box by at least `share` (more than 0) of their own area, in the order of `words`. */
@@ -134,7 +142,9 @@ class WordBand {
     const from = lowerBound(this.tops, top - this.tallest - 1);
     const to = upperBound(this.tops, bottom + 1);
     const found = this.order.slice(from, to).sort();
-    return Array.from(found, (i) => this.words[i]!);
+    const out: Word[] = [];
+    for (let k = 0; k < found.length; k++) out.push(this.words[found[k]!]!);
+    return out;
   }
 }
 
