@@ -172,11 +172,12 @@ class RowWriter {
   /** The row as row `index` of the matrix: as float32 (as the model reads it), a value that is not finite as -1. */
   copyTo(matrix: Float32Array, index: number): void {
     if (this.at !== this.values.length) throw new Error(`features: ${this.at} values for ${this.values.length} names`);
-    const start = index * this.values.length;
-    for (let k = 0; k < this.values.length; k++) {
-      const v = this.values[k]!;
-      matrix[start + k] = Number.isFinite(v) ? v : -1;
-    }
+    const values = this.values;
+    const start = index * values.length;
+    // Copied as float32 in one go (each value rounded as a store of it would be), then the values
+    // that are not finite (`v - v` is 0 for every finite v, NaN for the others) made -1.
+    matrix.set(values, start);
+    for (let k = 0; k < values.length; k++) if (!(values[k]! - values[k]! === 0)) matrix[start + k] = -1;
     this.at = 0;
   }
 }

@@ -279,7 +279,8 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
       if (sums[k]! >= cut.margin) {
         next[j] = going[k]!;
         nextSums[j] = sums[k]!;
-        nextRows.set(goingRows.subarray(k * width, (k + 1) * width), j * width);
+        // (A loop rather than `set` of a `subarray`: no view object a row.)
+        for (let f = 0, from = k * width, to = j * width; f < width; f++) nextRows[to + f] = goingRows[from + f]!;
         j++;
       } else out[going[k]!] = -Infinity;
     }
