@@ -259,13 +259,13 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
   const stages = cuts.filter((c) => c.after < set.trees.length);
   if (!stages.length) return sumLeaves(set, rows, count, width, null, 1);
   const out = new Float64Array(count).fill(set.baseMargin);
-  // The rows still going (their indexes, and their features laid end to end) and their sums so far.
-  let going = Int32Array.from({ length: count }, (_, i) => i);
-  let goingRows: Float32Array = rows;
+  // The rows still going (their numbers: they stay where they are in `rows`) and their sums so far.
+  let going = new Int32Array(count);
+  for (let i = 0; i < count; i++) going[i] = i;
   let sums: Float64Array = out;
   from = 0;
   for (const cut of stages) {
-    sums = sumLeaves(set, goingRows, going.length, width, null, 1, from, cut.after, sums);
+    sums = sumLeaves(set, rows, going.length, width, null, 1, from, cut.after, sums, going);
     from = cut.after;
     // The rows under the cut stop here; the others, together, go on through the next trees (each
     // sum carried on in the trees' order).
@@ -273,23 +273,19 @@ export function margins(set: TreeSet, rows: Float32Array, count: number, width: 
     for (let k = 0; k < going.length; k++) if (sums[k]! >= cut.margin) kept++;
     const next = new Int32Array(kept);
     const nextSums = new Float64Array(kept);
-    const nextRows = new Float32Array(kept * width);
     let j = 0;
     for (let k = 0; k < going.length; k++) {
       if (sums[k]! >= cut.margin) {
         next[j] = going[k]!;
         nextSums[j] = sums[k]!;
-        // (A loop rather than `set` of a `subarray`: no view object a row.)
-        for (let f = 0, from = k * width, to = j * width; f < width; f++) nextRows[to + f] = goingRows[from + f]!;
         j++;
       } else out[going[k]!] = -Infinity;
     }
     going = next;
-    goingRows = nextRows;
     sums = nextSums;
     if (!kept) return out;
   }
-  sums = sumLeaves(set, goingRows, going.length, width, null, 1, from, set.trees.length, sums);
+  sums = sumLeaves(set, rows, going.length, width, null, 1, from, set.trees.length, sums, going);
   for (let k = 0; k < going.length; k++) out[going[k]!] = sums[k]!;
   return out;
 }
@@ -305,15 +301,19 @@ export function classMargins(model: Pick<LayoutModel, 'class'>, rows: Float32Arr
 /**
  * Per row, `sums` sums: the base, plus each tree's leaf added to the sum `group[tree]` (to sum 0
  * without groups), the trees in order. Only trees `from` to `to` (excluded) when given, added to
- * `initial` (the sums so far) when given.
+ * `initial` (the sums so far) when given. The rows are the first `count` of `rows`, or with
+ * `which`, rows `which[0]`, `which[1]` … of it (the sums in that order).
  */
-function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: number, group: readonly number[] | null, sums: number, from = 0, to = set.trees.length, initial?: Float64Array): Float64Array {
+function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: number, group: readonly number[] | null, sums: number, from = 0, to = set.trees.length, initial?: Float64Array, which?: Int32Array): Float64Array {
   const out = initial ?? new Float64Array(count * sums).fill(set.baseMargin);
   const trees = completeTrees(set);
+  // Where each row starts in `rows`.
+  const at = new Int32Array(count);
+  for (let i = 0; i < count; i++) at[i] = (which ? which[i]! : i) * width;
   // A NaN goes right in the complete form's steps: where a split wants it left, walk node by node.
-  if (!trees || (trees.missingLeft && rows.subarray(0, count * width).some(Number.isNaN))) {
+  if (!trees || (trees.missingLeft && at.some((o) => rows.subarray(o, o + width).some(Number.isNaN)))) {
     for (let i = 0; i < count; i++) {
-      const row = rows.subarray(i * width, (i + 1) * width);
+      const row = rows.subarray(at[i]!, at[i]! + width);
       for (let k = from; k < to; k++) out[i * sums + (group ? group[k]! : 0)]! += treeValue(set.trees[k]!, row);
     }
     return out;
@@ -331,18 +331,18 @@ function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: numbe
       const g = group ? group[k]! : 0;
       let i = start;
       for (; i < bulk; i += LANES) {
-        const o = i * width;
+        const o0 = at[i]!, o1 = at[i + 1]!, o2 = at[i + 2]!, o3 = at[i + 3]!, o4 = at[i + 4]!, o5 = at[i + 5]!, o6 = at[i + 6]!, o7 = at[i + 7]!; // prettier-ignore
         let n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, n5 = 0, n6 = 0, n7 = 0; // prettier-ignore
         for (let level = 0; level < depth; level++) {
           // Left (2n + 1) when the value is below the threshold, else right (2n + 2).
-          n0 = 2 * n0 + 2 - +(rows[o + feature[f0 + n0]!]! < threshold[f0 + n0]!);
-          n1 = 2 * n1 + 2 - +(rows[o + width + feature[f0 + n1]!]! < threshold[f0 + n1]!);
-          n2 = 2 * n2 + 2 - +(rows[o + 2 * width + feature[f0 + n2]!]! < threshold[f0 + n2]!);
-          n3 = 2 * n3 + 2 - +(rows[o + 3 * width + feature[f0 + n3]!]! < threshold[f0 + n3]!);
-          n4 = 2 * n4 + 2 - +(rows[o + 4 * width + feature[f0 + n4]!]! < threshold[f0 + n4]!);
-          n5 = 2 * n5 + 2 - +(rows[o + 5 * width + feature[f0 + n5]!]! < threshold[f0 + n5]!);
-          n6 = 2 * n6 + 2 - +(rows[o + 6 * width + feature[f0 + n6]!]! < threshold[f0 + n6]!);
-          n7 = 2 * n7 + 2 - +(rows[o + 7 * width + feature[f0 + n7]!]! < threshold[f0 + n7]!);
+          n0 = 2 * n0 + 2 - +(rows[o0 + feature[f0 + n0]!]! < threshold[f0 + n0]!);
+          n1 = 2 * n1 + 2 - +(rows[o1 + feature[f0 + n1]!]! < threshold[f0 + n1]!);
+          n2 = 2 * n2 + 2 - +(rows[o2 + feature[f0 + n2]!]! < threshold[f0 + n2]!);
+          n3 = 2 * n3 + 2 - +(rows[o3 + feature[f0 + n3]!]! < threshold[f0 + n3]!);
+          n4 = 2 * n4 + 2 - +(rows[o4 + feature[f0 + n4]!]! < threshold[f0 + n4]!);
+          n5 = 2 * n5 + 2 - +(rows[o5 + feature[f0 + n5]!]! < threshold[f0 + n5]!);
+          n6 = 2 * n6 + 2 - +(rows[o6 + feature[f0 + n6]!]! < threshold[f0 + n6]!);
+          n7 = 2 * n7 + 2 - +(rows[o7 + feature[f0 + n7]!]! < threshold[f0 + n7]!);
         }
         const s0 = i * sums + g;
         out[s0] = out[s0]! + leaf[l0 + n0]!;
@@ -355,7 +355,7 @@ function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: numbe
         out[s0 + 7 * sums] = out[s0 + 7 * sums]! + leaf[l0 + n7]!;
       }
       for (; i < end; i++) {
-        const o = i * width;
+        const o = at[i]!;
         let n = 0;
         for (let level = 0; level < depth; level++) n = 2 * n + 2 - +(rows[o + feature[f0 + n]!]! < threshold[f0 + n]!);
         out[i * sums + g] = out[i * sums + g]! + leaf[l0 + n]!;
