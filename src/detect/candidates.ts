@@ -1163,9 +1163,13 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
         for (let cc = cx - 1; cc <= cx + 1 && !clash; cc++) {
           for (let k = head[r * cols + cc - first]!; k >= 0 && !clash; k = next[k]!) {
             if (cls[k] !== c) continue;
+            // Two boxes whose areas differ by more than a fifth cannot overlap by IoU 0.9 (it is at
+            // most the smaller area over the larger): not measured.
+            const other = w[k]! * h[k]!;
+            if (other < 0.8 * area || area < 0.8 * other) continue;
             // IoU over 0.9, as `iouBox` measures it.
             const inter = overlap(p.x, p.x + p.w, x[k]!, x[k]! + w[k]!) * overlap(p.y, p.y + p.h, y[k]!, y[k]! + h[k]!);
-            if (inter > 0 && inter / (area + w[k]! * h[k]! - inter) > 0.9) clash = true;
+            if (inter > 0 && inter / (area + other - inter) > 0.9) clash = true;
           }
         }
       if (clash) continue;
