@@ -1142,9 +1142,15 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
     low = Math.min(low, key(p));
     high = Math.max(high, key(p));
   }
-  // Every key a box's neighbourhood looks at (a row and a column either side), shifted to start at 0.
+  // Every key a box's neighbourhood looks at (a row and a column either side), shifted to start at
+  // 0: an array of that many heads when that is not many more than the boxes (a page of ordinary
+  // size), else a map of the heads of the cells that have boxes (a page of a huge size, where the
+  // keys spread far apart).
   const first = low - cols - 1;
-  const head = new Int32Array(high + cols + 1 - first + 1).fill(-1);
+  const span = high + cols + 1 - first + 1;
+  const dense = span <= 8 * proposals.length + 4096 ? new Int32Array(span).fill(-1) : null;
+  const sparse = dense ? null : new Map<number, number>();
+  const headAt = (key: number) => (dense ? dense[key - first]! : (sparse!.get(key) ?? -1));
   const next = new Int32Array(proposals.length);
   const x = new Float64Array(proposals.length);
   const y = new Float64Array(proposals.length);
@@ -1161,7 +1167,7 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       // Near-identical boxes have their top-left corners within a cell of each other.
       for (let r = cy - 1; r <= cy + 1 && !clash; r++)
         for (let cc = cx - 1; cc <= cx + 1 && !clash; cc++) {
-          for (let k = head[r * cols + cc - first]!; k >= 0 && !clash; k = next[k]!) {
+          for (let k = headAt(r * cols + cc); k >= 0 && !clash; k = next[k]!) {
             if (cls[k] !== c) continue;
             // Two boxes whose areas differ by more than a fifth cannot overlap by IoU 0.9 (it is at
             // most the smaller area over the larger): not measured.
@@ -1180,9 +1186,10 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       w[k] = p.w;
       h[k] = p.h;
       cls[k] = c;
-      const at = cy * cols + cx - first;
-      next[k] = head[at]!;
-      head[at] = k;
+      const at = cy * cols + cx;
+      next[k] = headAt(at);
+      if (dense) dense[at - first] = k;
+      else sparse!.set(at, k);
     }
   }
   return kept;

@@ -357,6 +357,16 @@ describe('candidate proposals', () => {
         shapes: Array.from({ length: 5000 }, (_, i) => ({ x: i % 7, y: i % 5, w: 14_000, h: 14_000, stroked: true, filled: false, fillLevel: 0, round: false })),
         words: Array.from({ length: 5000 }, (_, i) => ({ str: `Label ${i}:`, x: i % 11, y: (i * 3) % 14_000, w: 14_000, h: 72, size: 72 })),
       },
+      // Far larger than PDF allows (pdf.js refuses no size, and a page's UserUnit scales it), a few
+      // labels and rules far apart: nothing is sized by the page's area.
+      {
+        width: 1e9,
+        height: 1e9,
+        horizontal: [{ a: 10, b: 400, at: 1e8, width: 1 }, { a: 5e8, b: 5e8 + 300, at: 9e8, width: 1 }],
+        vertical: [],
+        shapes: [],
+        words: [{ str: 'Name:', x: 10, y: 1e8 - 12, w: 30, h: 10, size: 10 }, { str: 'Date:', x: 5e8, y: 9e8 - 12, w: 30, h: 10, size: 10 }, { str: 'Yes', x: 9e8, y: 5e8, w: 20, h: 10, size: 10 }],
+      },
     ]) {
       const proposals = proposeCandidates(page);
       assert.ok(proposals.length <= MAX_PROPOSALS, `${proposals.length} proposals`);
