@@ -141,7 +141,7 @@ export const MAX_BIG = 256;
 /**
  * A uniform grid over the page for neighbour lookups: each item is filed in every cell it
  * covers; items off the page are filed in the border cells. Its memory is bounded: at most
- * about 40,000 cells, and an item in at most BIG_CELLS of them.
+ * about 80,000 cells, and an item in at most BIG_CELLS of them.
  *
  * The items' edges are copied into typed arrays: a scan compares numbers there rather than the
  * properties of items of every shape (words, rules, phrases, proposals), which would make the
@@ -175,8 +175,10 @@ export class Grid<T extends Box> {
     width: number,
     height: number,
   ) {
-    // At most about 40,000 cells, whatever the page's size.
-    this.size = Math.max(size, Math.sqrt((Math.max(width, 1) * Math.max(height, 1)) / 40_000));
+    // At most about 80,000 cells, whatever the page's size and shape: cells of at least the
+    // page's area over 40,000 (a large page), and at least 1/40,000 of its width and height
+    // together (a long, narrow page, whose cells of that area would still be millions in a row).
+    this.size = Math.max(size, Math.sqrt((Math.max(width, 1) * Math.max(height, 1)) / 40_000), (Math.max(width, 1) + Math.max(height, 1)) / 40_000);
     size = this.size;
     this.cols = Math.max(1, Math.ceil(Math.max(width, 1) / size));
     this.rows = Math.max(1, Math.ceil(Math.max(height, 1) / size));
@@ -1129,28 +1131,12 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   const buckets: Proposal[][] = Array.from({ length: ORDER.length + 1 }, () => []);
   for (const p of proposals) buckets[PRIORITY.get(p.kind)!]!.push(p);
   const kept: Proposal[] = [];
-  if (!proposals.length) return kept;
-  // The kept boxes filed by the cell of their top-left corner (`key`), each cell's a chain through
-  // `next`, their numbers in typed arrays: whether a box clashes does not depend on the order in
-  // which the kept boxes are looked at.
+  // The kept boxes filed by the cell of their top-left corner: the last filed in each cell
+  // (`head`), each one's predecessor there (`next`), their numbers in typed arrays. Whether a box
+  // clashes does not depend on the order in which the kept boxes are looked at.
   const cell = 16;
   const cols = Math.ceil(width / cell) + 4;
-  const key = (p: Proposal) => Math.floor(p.y / cell) * cols + Math.floor(p.x / cell);
-  let low = Infinity;
-  let high = -Infinity;
-  for (const p of proposals) {
-    low = Math.min(low, key(p));
-    high = Math.max(high, key(p));
-  }
-  // Every key a box's neighbourhood looks at (a row and a column either side), shifted to start at
-  // 0: an array of that many heads when that is not many more than the boxes (a page of ordinary
-  // size), else a map of the heads of the cells that have boxes (a page of a huge size, where the
-  // keys spread far apart).
-  const first = low - cols - 1;
-  const span = high + cols + 1 - first + 1;
-  const dense = span <= 8 * proposals.length + 4096 ? new Int32Array(span).fill(-1) : null;
-  const sparse = dense ? null : new Map<number, number>();
-  const headAt = (key: number) => (dense ? dense[key - first]! : (sparse!.get(key) ?? -1));
+  const head = new Map<number, number>();
   const next = new Int32Array(proposals.length);
   const x = new Float64Array(proposals.length);
   const y = new Float64Array(proposals.length);
@@ -1162,20 +1148,15 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       const cx = Math.floor(p.x / cell);
       const cy = Math.floor(p.y / cell);
       const c = CLASS_ID[p.cls];
-      const area = p.w * p.h;
       let clash = false;
       // Near-identical boxes have their top-left corners within a cell of each other.
       for (let r = cy - 1; r <= cy + 1 && !clash; r++)
         for (let cc = cx - 1; cc <= cx + 1 && !clash; cc++) {
-          for (let k = headAt(r * cols + cc); k >= 0 && !clash; k = next[k]!) {
+          for (let k = head.get(r * cols + cc) ?? -1; k >= 0 && !clash; k = next[k]!) {
+            // IoU over 0.9 with a kept box of its class, as `iouBox` measures it.
             if (cls[k] !== c) continue;
-            // Two boxes whose areas differ by more than a fifth cannot overlap by IoU 0.9 (it is at
-            // most the smaller area over the larger): not measured.
-            const other = w[k]! * h[k]!;
-            if (other < 0.8 * area || area < 0.8 * other) continue;
-            // IoU over 0.9, as `iouBox` measures it.
             const inter = overlap(p.x, p.x + p.w, x[k]!, x[k]! + w[k]!) * overlap(p.y, p.y + p.h, y[k]!, y[k]! + h[k]!);
-            if (inter > 0 && inter / (area + other - inter) > 0.9) clash = true;
+            if (inter > 0 && inter / (p.w * p.h + w[k]! * h[k]! - inter) > 0.9) clash = true;
           }
         }
       if (clash) continue;
@@ -1186,10 +1167,9 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       w[k] = p.w;
       h[k] = p.h;
       cls[k] = c;
-      const at = cy * cols + cx;
-      next[k] = headAt(at);
-      if (dense) dense[at - first] = k;
-      else sparse!.set(at, k);
+      const key = cy * cols + cx;
+      next[k] = head.get(key) ?? -1;
+      head.set(key, k);
     }
   }
   return kept;

@@ -38,7 +38,6 @@ const LEXICON: Array<[string, RegExp]> = [
 
 const KINDS = PROPOSAL_KINDS;
 
-/** Tests of a label's text asked of many proposals with the same labels: remembered by text. */
 /**
  * Whether a text ends with one of `colons` and then only white space: `/[:：]\s*$/` (`trimEnd`
  * removes what `\s` matches), without a regular expression run per proposal.
@@ -668,15 +667,11 @@ class Neighbours {
       cx[i] = p.x + p.w / 2;
       cy[i] = p.y + p.h / 2;
     }
-    // The centres' grid gives the cells (a centre is in one, or none when not a number) and which
-    // boxes would have been kept apart as big; the centres are then read cell by cell from arrays
-    // of their own, in the order the grid's scan meets them (by cell, then index).
-    const centres = new Grid(
-      proposals.map((p, i) => ({ x: cx[i]!, y: cy[i]!, w: 0, h: 0 })),
-      24,
-      width,
-      height,
-    );
+    // The cells of a grid of the centres (an empty grid of the same page and size: its cells and
+    // which boxes it would keep apart as big): a centre is in one cell, or in none when not a
+    // number. The centres are filed here cell by cell in arrays of their own, and read in the order
+    // a scan of that grid meets them (by cell, then index).
+    const centres = new Grid<Box>([], 24, width, height);
     const cells = centres.cols * centres.rows;
     const centreCell = new Int32Array(n);
     const start = new Int32Array(cells + 1);
@@ -713,7 +708,7 @@ class Neighbours {
       const py1 = y1[pi]!;
       const px2 = x2[pi]!;
       const py2 = y2[pi]!;
-      // (The grid's scan finds nothing in a box of no size or of a coordinate that is not a number.)
+      // (The grid's scan finds nothing in a box whose far edges are before its near ones, or of a coordinate that is not a number.)
       if (!(px2 >= px1 && py2 >= py1)) continue;
       const pcx = cx[pi]!;
       const pcy = cy[pi]!;
@@ -730,10 +725,10 @@ class Neighbours {
           const mutual = x1[qi]! <= pcx && x2[qi]! >= pcx && y1[qi]! <= pcy && y2[qi]! >= pcy;
           // p's centre is in q too: q's own lookup finds p; the pair is measured from the lower index.
           if (mutual && qi < pi) continue;
+          // IoU, as `iou` measures it (0 when the boxes do not overlap); none, no neighbour.
           const inter = overlap(px1, px2, x1[qi]!, x2[qi]!) * overlap(py1, py2, y1[qi]!, y2[qi]!);
-          if (inter <= 0) continue;
-          // IoU, as `iou` measures it.
-          const v = inter / (Math.max(1e-6, size[pi]!) + Math.max(1e-6, size[qi]!) - inter);
+          const v = inter <= 0 ? 0 : inter / (Math.max(1e-6, size[pi]!) + Math.max(1e-6, size[qi]!) - inter);
+          if (v <= 0) continue;
           // q's rank among p's neighbours: met holding p's centre, or as a centre inside p.
           this.meet(pi, qi, v, mutual && found[qi] ? heldRank[qi]! : 2 * n + centreCell[qi]! * n + qi);
           // p is q's neighbour when p's centre is in q, or when q's centre is in p and p was found holding it.

@@ -234,12 +234,14 @@ function checkLabel(index: PageIndex, b: Box): string {
 
 /** The label of a box: words at its top inside, else on its left on the same line, else above, else a caption just under it. */
 function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
-  // `pool` is the text words that may be on the seed's line (`textBand.near`), or the words in the
-  // box; `leftOf`, only those ending before the box.
-  const line = (seed: Word, pool: readonly Word[] = index.textBand.near(seed.y + seed.h / 2 - seed.h * 0.45, seed.y + seed.h / 2 + seed.h * 0.45), leftOf = false) => {
-    // The seed and its neighbours on the same text line, in reading order (`pool` holds no leaders).
+  // The seed and its neighbours on the same text line, in reading order: among `inside` (the words
+  // in the box), else among the page's text words that may be on its line (`textBand.near`), with
+  // `leftOfBox` only those ending before the box.
+  const line = (seed: Word, { inside, leftOfBox = false }: { inside?: readonly Word[]; leftOfBox?: boolean } = {}) => {
     const mid = seed.y + seed.h / 2;
-    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45 && (!leftOf || w.x + w.w <= b.x + 2)).sort((p, q) => p.x - q.x);
+    const pool = inside ?? index.textBand.near(mid - seed.h * 0.45, mid + seed.h * 0.45);
+    // (`pool` holds no leaders.)
+    const row = pool.filter((w) => Math.abs(w.y + w.h / 2 - mid) < seed.h * 0.45 && (!leftOfBox || w.x + w.w <= b.x + 2)).sort((p, q) => p.x - q.x);
     const at = row.indexOf(seed);
     let lo = at;
     let hi = at;
@@ -250,7 +252,7 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
   const text = inside.filter((w) => !isLeader(w.str));
   if (text.length) {
     const first = [...text].sort((p, q) => p.y - q.y || p.x - q.x)[0]!;
-    return line(first, text);
+    return line(first, { inside: text });
   }
   // Left on the same line: the nearest word ending before the box.
   const bottom = b.y + b.h;
@@ -263,7 +265,7 @@ function labelFor(index: PageIndex, b: Box, inside: readonly Word[]): string {
     if (!left || wx2 > left.x + left.w) left = w;
   }
   if (left) {
-    const phrase = line(left, undefined, true);
+    const phrase = line(left, { leftOfBox: true });
     if (/[a-z]{2}/i.test(phrase)) return phrase;
   }
   // Above: the nearest word whose line sits just over the box, overlapping it.
@@ -843,15 +845,16 @@ function joinCents(candidates: Candidate[]): Candidate[] {
 function dropHeaders(index: PageIndex, candidates: Candidate[]): Candidate[] {
   const near = (a: number, b: number) => Math.abs(a - b) < 2.5;
   // The empty cells' frames by their top (a frame whose top is not a number is near nothing), to
-  // look up those whose top is near a value by bisection (over a slightly wider range, each then
-  // tested by `near`) rather than one by one.
+  // look up those whose top is near a value by bisection rather than one by one: every top `near`
+  // a value v is within [v - 2.5, v + 2.5] as those ends round (rounding keeps numbers in order),
+  // and each found is tested by `near`.
   const empty = candidates
     .filter((c) => c.kind === 'cell' && c.frame && !Number.isNaN(c.frame.top))
     .map((c) => c.frame!)
     .sort((a, b) => a.top - b.top);
   const tops = Float64Array.from(empty, (f) => f.top);
   const anyNear = (top: number, test: (e: NonNullable<Candidate['frame']>) => boolean) => {
-    for (let k = upperBound(tops, top - 2.6), end = lowerBound(tops, top + 2.6); k < end; k++) if (test(empty[k]!)) return true;
+    for (let k = lowerBound(tops, top - 2.5), end = upperBound(tops, top + 2.5); k < end; k++) if (test(empty[k]!)) return true;
     return false;
   };
   return candidates.filter((c) => {

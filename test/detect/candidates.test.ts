@@ -367,11 +367,26 @@ describe('candidate proposals', () => {
         shapes: [],
         words: [{ str: 'Name:', x: 10, y: 1e8 - 12, w: 30, h: 10, size: 10 }, { str: 'Date:', x: 5e8, y: 9e8 - 12, w: 30, h: 10, size: 10 }, { str: 'Yes', x: 9e8, y: 5e8, w: 20, h: 10, size: 10 }],
       },
+      // Long and narrow, both ways: grids of cells of the page's area over a fixed count would
+      // still have millions of cells in a row (gigabytes of them, before).
+      ...[
+        [1e12, 10],
+        [10, 1e12],
+      ].map(([width, height]) => ({
+        width: width!,
+        height: height!,
+        horizontal: [{ a: 1, b: 9, at: 5, width: 1 }],
+        vertical: [],
+        shapes: [],
+        words: [{ str: 'Name:', x: 1, y: 1, w: 3, h: 3, size: 3 }, { str: 'Yes', x: width! / 2, y: height! / 2, w: 3, h: 3, size: 3 }],
+      })),
     ]) {
       const proposals = proposeCandidates(page);
       assert.ok(proposals.length <= MAX_PROPOSALS, `${proposals.length} proposals`);
       const rows = proposalFeatures(page, proposals);
       assert.equal(rows.length, proposals.length);
+      // The typed arrays of the page's lookups (grids, bands), in use or not yet collected: a bounded few.
+      assert.ok(process.memoryUsage().arrayBuffers < 256e6, `${Math.round(process.memoryUsage().arrayBuffers / 1e6)} MB of typed arrays for a ${page.width} × ${page.height} page`);
     }
   });
 
