@@ -136,11 +136,14 @@ class WordBand {
   /**
    * The words that may reach into the rows `top` to `bottom` (every word whose box does, and some
    * just outside: a point of slack), in the order of `words`: a loop over them in place of one
-   * over all the words, with the same tests, finds the same words in the same order.
+   * over all the words, with the same tests, finds the same words in the same order. When that is
+   * most of the words (a page with one very tall word widens every band), all of them, unsorted
+   * and uncopied, as the loop over all the words had them.
    */
-  near(top: number, bottom: number): Word[] {
+  near(top: number, bottom: number): readonly Word[] {
     const from = lowerBound(this.tops, top - this.tallest - 1);
     const to = upperBound(this.tops, bottom + 1);
+    if (to - from > this.words.length / 2) return this.words;
     const found = this.order.slice(from, to).sort();
     const out: Word[] = [];
     for (let k = 0; k < found.length; k++) out.push(this.words[found[k]!]!);
