@@ -60,7 +60,7 @@ export function openStore(config: Config): Store {
 
 /** The blob store `BLOB_STORE` names, checked: an unreachable bucket stops start-up with one line. */
 async function openBlobStore(config: Config, store: Store): Promise<BlobStore> {
-  const blobs = await createBlobStore(config.blobs, { dataDir: config.dataDir, db: store.db, dialect: store.dialect });
+  const blobs = await createBlobStore(config.blobs, { dataDir: config.dataDir, db: store.db, pgPool: store.pgPool, dialect: store.dialect });
   try {
     await blobs.check();
   } catch (error) {

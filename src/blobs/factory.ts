@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import type { BlobConfig } from './config.js';
 import { DiskBlobStore } from './disk.js';
 import type { BlobStore } from './store.js';
@@ -8,6 +9,8 @@ export interface BlobStoreDeps {
   dataDir: string;
   /** The PostgreSQL database, for `postgres`. */
   db: Kysely<any>;
+  /** The pool behind `db` on PostgreSQL, for `postgres` (its reads are binary `COPY`s). */
+  pgPool: pg.Pool | null;
   dialect: 'sqlite' | 'postgres';
 }
 
@@ -20,9 +23,9 @@ export async function createBlobStore(config: BlobConfig, deps: BlobStoreDeps): 
     case 'disk':
       return new DiskBlobStore(deps.dataDir);
     case 'postgres': {
-      if (deps.dialect !== 'postgres') throw new Error('BLOB_STORE=postgres needs DATABASE_URL');
+      if (deps.dialect !== 'postgres' || !deps.pgPool) throw new Error('BLOB_STORE=postgres needs DATABASE_URL');
       const { PostgresBlobStore } = await import('./postgres.js');
-      return new PostgresBlobStore(deps.db);
+      return new PostgresBlobStore(deps.db, deps.pgPool);
     }
     case 's3': {
       const { S3BlobStore } = await import('./s3.js');

@@ -2,6 +2,8 @@ import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { PieceSender } from './pieces.js';
 import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
@@ -21,12 +23,17 @@ export const PG_CHUNK_BYTES = 1024 * 1024;
  * makes them visible is synchronous, and WAL is flushed in order, so a file whose row survived a
  * crash has all its chunks. Nothing is visible under a hash before that one row.
  *
- * Reads fetch one chunk at a time, as the reader asks for more.
+ * Reads fetch one chunk at a time, as the reader asks for more, by a binary `COPY … TO STDOUT` on
+ * a client of the pool behind `db`: a `select` would bring the bytes as hex text for the driver
+ * to decode (about 3 times the time and 5 times this process's CPU of the copy, bench/README.md).
  */
 export class PostgresBlobStore implements BlobStore {
   readonly kind = 'postgres';
 
-  constructor(private readonly db: Kysely<any>) {}
+  constructor(
+    private readonly db: Kysely<any>,
+    private readonly pool: pg.Pool,
+  ) {}
 
   startUpload(id: string): BlobUpload {
     return new PostgresUpload(this.db, id);
@@ -86,10 +93,9 @@ export class PostgresBlobStore implements BlobStore {
     const { size, chunkBytes, uploadId } = found;
     const start = range?.start ?? 0;
     const end = range?.end ?? size - 1;
-    const db = this.db;
+    const pool = this.pool;
     const fetchChunk = async (seq: number): Promise<Buffer> => {
-      const result = await sql<{ data: Buffer }>`select data from blob_chunks where upload_id = ${uploadId} and seq = ${seq}`.execute(db);
-      const data = result.rows[0]?.data;
+      const data = await readChunk(pool, uploadId, seq);
       if (!data) throw new BlobNotFound(sha256);
       return data;
     };
@@ -148,6 +154,51 @@ export class PostgresBlobStore implements BlobStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/** The 11 bytes that open PostgreSQL's binary `COPY` format. */
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+/**
+ * One chunk's bytes, or null when there is no such row: a binary `COPY` of the one row, on a
+ * client held only for it (a slow reader holds no connection between chunks).
+ */
+async function readChunk(pool: pg.Pool, uploadId: string, seq: number): Promise<Buffer | null> {
+  if (!Number.isSafeInteger(seq) || seq < 0) throw new Error(`bad chunk number ${seq}`);
+  const client = await pool.connect();
+  let failed: Error | undefined;
+  try {
+    // COPY takes no parameters: the id goes in as a literal, escaped by the driver.
+    const stream = client.query(copyTo(`copy (select data from blob_chunks where upload_id = ${client.escapeLiteral(uploadId)} and seq = ${seq}) to stdout (format binary)`));
+    const parts: Buffer[] = [];
+    for await (const part of stream) parts.push(part as Buffer);
+    return copiedBytea(Buffer.concat(parts));
+  } catch (error) {
+    failed = error as Error;
+    throw error;
+  } finally {
+    // A client whose COPY failed midway goes; the pool opens another.
+    client.release(failed);
+  }
+}
+
+/**
+ * The value of a binary `COPY` of one `bytea` column and at most one row: the signature, flags
+ * and header extension; then a row (a field count of 1, the value's length, its bytes) or none;
+ * then the trailer (a field count of -1).
+ */
+export function copiedBytea(copy: Buffer): Buffer | null {
+  const malformed = () => new Error('malformed binary COPY from PostgreSQL');
+  if (copy.length < 21 || !copy.subarray(0, 11).equals(COPY_SIGNATURE)) throw malformed();
+  let at = 19 + copy.readUInt32BE(15);
+  if (at + 2 > copy.length) throw malformed();
+  const fields = copy.readInt16BE(at);
+  if (fields === -1) return null;
+  if (fields !== 1 || at + 6 > copy.length) throw malformed();
+  const length = copy.readInt32BE(at + 2);
+  at += 6;
+  if (length < 0 || at + length + 2 !== copy.length || copy.readInt16BE(at + length) !== -1) throw malformed();
+  return copy.subarray(at, at + length);
 }
 
 /** Chunk inserts in flight per upload: PostgreSQL writes one while this process receives the next. */

@@ -11,6 +11,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Store {
   db: Kysely<Database>;
   dialect: Dialect;
+  /** PostgreSQL's pool behind `db` (null on SQLite), for what Kysely cannot say: the blob store's binary `COPY`. */
+  pgPool: pg.Pool | null;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Lets a cache of key rows hear of changes any process makes (see `ChangeWatch`). */
@@ -101,6 +103,7 @@ function createSqliteStore(file: string, busyWaitMs: number): Store {
       };
     },
     keysChanged: () => local.notify(),
+    pgPool: null,
     async close() {
       await db.destroy();
     },
@@ -176,6 +179,7 @@ function createPostgresStore(connectionString: string, max: number): Store {
     // The notification reaches this process's listener too, but only after the revocation's
     // answer: this process's own caches are told before.
     keysChanged: () => local.notify(),
+    pgPool: pool,
     async close() {
       await db.destroy();
     },

@@ -284,6 +284,32 @@ for (const kind of KINDS) {
       assert.deepEqual(await uploadsLeft(), []);
     });
 
+    it('postgres: a file whose chunks go while it is read fails the read with BlobNotFound, and the pool is unharmed', { skip: kind === 'postgres' ? false : 'PostgreSQL only' }, async () => {
+      // 8 chunks: the reader holds at most two fetched ahead of the one it hands over.
+      const big = crypto.randomBytes(8 * 1024 * 1024);
+      const sha = await put(big);
+      const { stream } = await blobs.open(sha);
+      const first = await new Promise<Buffer>((resolve, reject) => {
+        stream.once('data', resolve);
+        stream.once('error', reject);
+      });
+      stream.pause();
+      assert.ok(first.equals(big.subarray(0, first.length)));
+      await blobs.delete(sha);
+      stream.resume();
+      await assert.rejects(
+        (async () => {
+          for await (const _chunk of stream) {
+            // the chunks still to come are gone
+          }
+        })(),
+        BlobNotFound,
+      );
+      // Every client went back to the pool able to serve.
+      const again = await put(big);
+      assert.ok((await read(again)).bytes.equals(big));
+    });
+
     it('s3: a file larger than CopyObject takes (5 GiB) is put again from the staged file instead (the limit lowered to 1 MiB here)', { skip: kind === 's3' ? false : 'S3 only' }, async () => {
       const limited = new S3BlobStore(test.s3Config!, { copyLimit: 1024 * 1024 });
       try {

@@ -34,7 +34,7 @@ describe('migration 0013: files stored in PostgreSQL before streamed uploads sta
     }
 
     assert.deepEqual(await migrate(database.store), ['0013_blob_uploads']);
-    const blobs = new PostgresBlobStore(db);
+    const blobs = new PostgresBlobStore(db, database.store.pgPool!);
     const read = async (range?: { start: number; end: number }) => {
       const { stream, size } = await blobs.open(sha, range);
       const chunks: Buffer[] = [];

@@ -63,7 +63,7 @@ export async function createTestBlobs(kind: 'disk' | 'postgres' | 's3', dataDir:
     s3 = await startTestS3();
     config = { kind: 's3', ...s3.config };
   }
-  const blobs = await createBlobStore(config, { dataDir, db: store.db, dialect: store.dialect });
+  const blobs = await createBlobStore(config, { dataDir, db: store.db, pgPool: store.pgPool, dialect: store.dialect });
   return {
     blobs,
     env: s3 ? s3.env : { BLOB_STORE: kind },
