@@ -16,8 +16,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import pg from 'pg';
 import { createStore } from '../src/store/db.js';
@@ -105,14 +107,62 @@ async function readFromDisk(file: string): Promise<number> {
   return performance.now() - started;
 }
 
+/**
+ * How the benchmark sends a file. `stream` (the default): node:http, the multipart body written
+ * by hand around the file read from disk in 1 MiB pieces, about a tenth of a core per 50 MB.
+ * `fetch`: fetch with a FormData of `fs.openAsBlob` (the figures before 2026-11-29's fifth
+ * session), which took this process 0.5–0.7 s of CPU per 50 MB on these 2 cores, more than the
+ * server, so that every figure was partly the client's.
+ */
+const CLIENT = (process.env.BENCH_CLIENT ?? 'stream') as 'stream' | 'fetch';
+if (CLIENT !== 'stream' && CLIENT !== 'fetch') throw new Error('BENCH_CLIENT is stream or fetch');
+
+/** Milliseconds to upload `file` as the multipart field `file` (201 or 200 expected). */
 async function upload(url: string, file: string, key: string | null): Promise<number> {
+  const started = performance.now();
+  await send(url, file, key);
+  return performance.now() - started;
+}
+
+/** Uploads `file` as the multipart field `file`; answers the body of the 201 or 200. */
+async function send(url: string, file: string, key: string | null): Promise<string> {
+  const { status, body } = CLIENT === 'fetch' ? await sendByFetch(url, file, key) : await sendByStream(url, file, key);
+  if (status !== 201 && status !== 200) throw new Error(`upload answered ${status}: ${body.slice(0, 200)}`);
+  return body;
+}
+
+async function sendByFetch(url: string, file: string, key: string | null): Promise<{ status: number; body: string }> {
   const form = new FormData();
   form.append('file', await fs.openAsBlob(file), 'contract.pdf');
-  const started = performance.now();
   const res = await fetch(url, { method: 'POST', body: form, headers: key ? { authorization: `Bearer ${key}` } : {} });
-  await res.arrayBuffer();
-  if (res.status !== 201 && res.status !== 200) throw new Error(`upload answered ${res.status}`);
-  return performance.now() - started;
+  return { status: res.status, body: await res.text() };
+}
+
+async function sendByStream(url: string, file: string, key: string | null): Promise<{ status: number; body: string }> {
+  const boundary = `----formsign-bench-${crypto.randomBytes(12).toString('hex')}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="contract.pdf"\r\nContent-Type: application/pdf\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const length = head.length + fs.statSync(file).size + tail.length;
+  const headers = { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length), ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  const request = http.request(url, { method: 'POST', headers });
+  const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    request.once('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (part: Buffer) => parts.push(part));
+      res.once('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts).toString('utf8') }));
+      res.once('error', reject);
+    });
+    request.once('error', reject);
+  });
+  await pipeline(
+    (async function* () {
+      yield head;
+      yield* fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
+      yield tail;
+    })(),
+    request,
+  );
+  return answered;
 }
 
 /** Peak resident memory of a process (VmHWM), in bytes. */
@@ -179,7 +229,7 @@ async function main(): Promise<void> {
     }
   }
   const dirOf = (kind: StoreKind) => (kind === 'disk' ? dataDir : path.join(work, `data-${kind}`));
-  console.log(`upload of a ${(size / 1e6).toFixed(1)} MB PDF, ${ROUNDS} rounds, stores ${STORES.join(', ')}, Node ${process.version}, ${os.cpus().length} cores`);
+  console.log(`upload of a ${(size / 1e6).toFixed(1)} MB PDF, ${ROUNDS} rounds, stores ${STORES.join(', ')}, client ${CLIENT}, Node ${process.version}, ${os.cpus().length} cores`);
 
   const times: Record<string, number[]> = { baseline: [] };
   for (const kind of STORES) times[kind] = [];
@@ -196,9 +246,11 @@ async function main(): Promise<void> {
         freshen(pdfFile, size);
         await upload(url, pdfFile, auth); // warm-up
         freshen(pdfFile, size);
+        const cpu = process.cpuUsage();
         const ms = await upload(url, pdfFile, auth);
+        const { user, system } = process.cpuUsage(cpu);
         times[kind]!.push(ms);
-        console.log(`  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s`);
+        console.log(`  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s  (the client's CPU ${((user + system) / 1000).toFixed(0)} ms)`);
       } finally {
         await stop(server);
       }
@@ -219,11 +271,7 @@ async function main(): Promise<void> {
     try {
       const idle = currentRss(server.child.pid!);
       freshen(pdfFile, size);
-      const form = new FormData();
-      form.append('file', await fs.openAsBlob(pdfFile), 'contract.pdf');
-      const created = await fetch(`http://127.0.0.1:${server.port}/api/v1/documents`, { method: 'POST', body: form, headers: { authorization: `Bearer ${keys[kind]}` } });
-      if (created.status !== 201) throw new Error(`upload answered ${created.status}`);
-      const doc = ((await created.json()) as { data: { id: string } }).data;
+      const doc = (JSON.parse(await send(`http://127.0.0.1:${server.port}/api/v1/documents`, pdfFile, keys[kind])) as { data: { id: string } }).data;
       const peak = peakRss(server.child.pid!);
       const helpers = childrenOf(server.child.pid!).map((h) => `PDF helper ${(peakRss(h) / 1e6).toFixed(0)} MB`);
       console.log(

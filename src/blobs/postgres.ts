@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { PieceSender } from './pieces.js';
 import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
@@ -36,7 +37,7 @@ export class PostgresBlobStore implements BlobStore {
   ) {}
 
   startUpload(id: string): BlobUpload {
-    return new PostgresUpload(this.db, id);
+    return new PostgresUpload(this.pool, id);
   }
 
   async discardUpload(id: string, _ref: string | null, db: Kysely<any>): Promise<void> {
@@ -158,6 +159,8 @@ export class PostgresBlobStore implements BlobStore {
 
 /** The 11 bytes that open PostgreSQL's binary `COPY` format. */
 const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+/** The field count of -1 that ends a binary `COPY`. */
+const COPY_TRAILER = Buffer.from([0xff, 0xff]);
 
 /**
  * One chunk's bytes, or null when there is no such row: a binary `COPY` of the one row, on a
@@ -201,20 +204,44 @@ export function copiedBytea(copy: Buffer): Buffer | null {
   return copy.subarray(at, at + length);
 }
 
-/** Chunk inserts in flight per upload: PostgreSQL writes one while this process receives the next. */
+/**
+ * Writes one row of `blob_chunks` by a binary `COPY … FROM STDIN` (in the caller's transaction):
+ * the signature, flags and an empty header extension, one row of three fields (the upload id as
+ * text, the number as a 4-byte integer, the bytes), and the trailer.
+ */
+async function copyChunk(client: pg.PoolClient, uploadId: string, seq: number, data: Buffer): Promise<void> {
+  const id = Buffer.from(uploadId, 'utf8');
+  const head = Buffer.alloc(19 + 2 + 4 + id.length + 4 + 4 + 4);
+  COPY_SIGNATURE.copy(head, 0);
+  let at = 19; // flags and extension length: zero
+  at = head.writeInt16BE(3, at);
+  at = head.writeInt32BE(id.length, at);
+  at += id.copy(head, at);
+  at = head.writeInt32BE(4, at);
+  at = head.writeInt32BE(seq, at);
+  head.writeInt32BE(data.length, at);
+  const stream = client.query(copyFrom('copy blob_chunks (upload_id, seq, data) from stdin (format binary)'));
+  stream.write(head);
+  stream.write(data);
+  stream.end(COPY_TRAILER);
+  await finished(stream);
+  if (stream.rowCount !== 1) throw new Error(`COPY wrote ${stream.rowCount} rows for chunk ${seq} of upload ${uploadId}`);
+}
+
+/** Chunk writes in flight per upload: PostgreSQL writes one while this process receives the next. */
 const CHUNKS_IN_FLIGHT = 2;
 
 /**
  * The chunks of one upload, written while it is received: a 1 MiB chunk is filled while earlier
- * ones are inserted (`PieceSender`), so that receiving and writing overlap and at most three
- * chunks of the file are in this process's memory (plus the driver's copy of one being sent).
+ * ones are written (`PieceSender`), so that receiving and writing overlap and at most three
+ * chunks of the file are in this process's memory (the socket writes them from there).
  */
 class PostgresUpload implements BlobUpload {
   private readonly pieces: PieceSender;
   private ending: Promise<void> | null = null;
 
   constructor(
-    private readonly db: Kysely<any>,
+    private readonly pool: pg.Pool,
     private readonly id: string,
   ) {
     this.pieces = new PieceSender(PG_CHUNK_BYTES, CHUNKS_IN_FLIGHT, (data, seq) => this.insert(seq, data));
@@ -226,15 +253,29 @@ class PostgresUpload implements BlobUpload {
 
   /**
    * One short transaction per chunk, asynchronous commit (see the class above); written only
-   * while the upload's journal row exists, which it holds `for share` until it commits.
+   * while the upload's journal row exists, which it holds `for share` until it commits. The row
+   * goes in by a binary `COPY`: the chunk's bytes are written to the socket as they are, with no
+   * parameter message built around them.
    */
   private async insert(seq: number, data: Buffer): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await sql`set local synchronous_commit = off`.execute(trx);
-      const result = await sql`insert into blob_chunks (upload_id, seq, data)
-        select ${this.id}::text, ${seq}::integer, ${data}::bytea from blob_uploads where id = ${this.id} for share`.execute(trx);
-      if (Number(result.numAffectedRows ?? 0) !== 1) throw new UploadGone(this.id);
-    });
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('begin');
+      await client.query('set local synchronous_commit = off');
+      const journal = await client.query('select 1 from blob_uploads where id = $1 for share', [this.id]);
+      if (journal.rowCount !== 1) throw new UploadGone(this.id);
+      await copyChunk(client, this.id, seq, data);
+      await client.query('commit');
+    } catch (error) {
+      // Back to a clean state, or the client goes (the pool opens another).
+      await client.query('rollback').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
   }
 
   end(): Promise<void> {
