@@ -109,7 +109,7 @@ async function readFromDisk(file: string): Promise<number> {
 
 /**
  * How the benchmark sends a file. `stream` (the default): node:http, the multipart body written
- * by hand around the file read from disk in 1 MiB pieces, about a tenth of a core per 50 MB.
+ * by hand around the file read from disk in 1 MiB pieces, 75–180 ms of CPU per 50 MB upload.
  * `fetch`: fetch with a FormData of `fs.openAsBlob` (the figures before 2026-11-29's fifth
  * session), which took this process 0.5–0.7 s of CPU per 50 MB on these 2 cores, more than the
  * server, so that every figure was partly the client's.
@@ -154,15 +154,21 @@ async function sendByStream(url: string, file: string, key: string | null): Prom
     });
     request.once('error', reject);
   });
-  await pipeline(
-    (async function* () {
-      yield head;
-      yield* fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
-      yield tail;
-    })(),
-    request,
-  );
-  return answered;
+  // Both awaited together: a server that answers early and closes fails the pipeline, and its
+  // answer (status and body) is what is wanted then.
+  const [sent, answer] = await Promise.allSettled([
+    pipeline(
+      (async function* () {
+        yield head;
+        yield* fs.createReadStream(file, { highWaterMark: 1024 * 1024 });
+        yield tail;
+      })(),
+      request,
+    ),
+    answered,
+  ]);
+  if (answer.status === 'fulfilled') return answer.value;
+  throw sent.status === 'rejected' ? sent.reason : answer.reason;
 }
 
 /** Peak resident memory of a process (VmHWM), in bytes. */

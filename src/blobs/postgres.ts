@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
 import fsp from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
-import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { to as copyTo } from 'pg-copy-streams';
 import { PieceSender } from './pieces.js';
 import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
@@ -161,6 +160,8 @@ export class PostgresBlobStore implements BlobStore {
 const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 /** The field count of -1 that ends a binary `COPY`. */
 const COPY_TRAILER = Buffer.from([0xff, 0xff]);
+/** The protocol's CopyDone message. */
+const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]);
 
 /**
  * One chunk's bytes, or null when there is no such row: a binary `COPY` of the one row, on a
@@ -192,11 +193,15 @@ async function readChunk(pool: pg.Pool, uploadId: string, seq: number): Promise<
  */
 export function copiedBytea(copy: Buffer): Buffer | null {
   const malformed = () => new Error('malformed binary COPY from PostgreSQL');
-  if (copy.length < 21 || !copy.subarray(0, 11).equals(COPY_SIGNATURE)) throw malformed();
+  // Flags: bits 0–15 are incompatible changes (none defined), bit 16 an OID in each row (not asked for).
+  if (copy.length < 21 || !copy.subarray(0, 11).equals(COPY_SIGNATURE) || copy.readUInt32BE(11) & 0x1ffff) throw malformed();
   let at = 19 + copy.readUInt32BE(15);
   if (at + 2 > copy.length) throw malformed();
   const fields = copy.readInt16BE(at);
-  if (fields === -1) return null;
+  if (fields === -1) {
+    if (at + 2 !== copy.length) throw malformed();
+    return null;
+  }
   if (fields !== 1 || at + 6 > copy.length) throw malformed();
   const length = copy.readInt32BE(at + 2);
   at += 6;
@@ -220,12 +225,67 @@ async function copyChunk(client: pg.PoolClient, uploadId: string, seq: number, d
   at = head.writeInt32BE(4, at);
   at = head.writeInt32BE(seq, at);
   head.writeInt32BE(data.length, at);
-  const stream = client.query(copyFrom('copy blob_chunks (upload_id, seq, data) from stdin (format binary)'));
-  stream.write(head);
-  stream.write(data);
-  stream.end(COPY_TRAILER);
-  await finished(stream);
-  if (stream.rowCount !== 1) throw new Error(`COPY wrote ${stream.rowCount} rows for chunk ${seq} of upload ${uploadId}`);
+  const copy = new CopyIn('copy blob_chunks (upload_id, seq, data) from stdin (format binary)', [head, data, COPY_TRAILER]);
+  client.query(copy);
+  const rows = await copy.done;
+  if (rows !== 1) throw new Error(`COPY wrote ${rows} rows for chunk ${seq} of upload ${uploadId}`);
+}
+
+/**
+ * A `COPY … FROM STDIN` of bytes known in full, as a query object the driver runs in its turn
+ * (node-postgres's `Submittable`): when the server asks for the data, every byte is handed to the
+ * socket at once (the buffers themselves, no copy), then CopyDone; `done` answers the rows
+ * written. Nothing is left to write later, so an error answered midway leaves nothing pending.
+ * (pg-copy-streams' writable waits for the socket's `drain` to send the rest, and writes through
+ * a connection it has cleared after an error: brianc/node-pg-copy-streams#171.) A client whose
+ * COPY failed is released as broken by the caller.
+ */
+class CopyIn implements pg.Submittable {
+  readonly done: Promise<number>;
+  private answer!: { resolve: (rows: number) => void; reject: (error: Error) => void };
+  private rows = -1;
+
+  constructor(
+    private readonly text: string,
+    private readonly pieces: Buffer[],
+  ) {
+    this.done = new Promise((resolve, reject) => (this.answer = { resolve, reject }));
+  }
+
+  submit(connection: pg.Connection): void {
+    connection.query(this.text);
+  }
+
+  handleCopyInResponse(connection: pg.Connection): void {
+    const length = this.pieces.reduce((sum, piece) => sum + piece.length, 0);
+    const header = Buffer.alloc(5);
+    header[0] = 0x64; // CopyData
+    header.writeUInt32BE(length + 4, 1);
+    connection.stream.write(header);
+    for (const piece of this.pieces) connection.stream.write(piece);
+    connection.stream.write(COPY_DONE);
+  }
+
+  handleCommandComplete(message: { text: string }): void {
+    const match = /^COPY (\d+)$/.exec(message.text);
+    this.rows = match ? Number(match[1]) : -1;
+  }
+
+  /** An error answered (the server's, or the connection's end): the driver forgets this query. */
+  handleError(error: Error): void {
+    this.answer.reject(error);
+  }
+
+  handleReadyForQuery(): void {
+    this.answer.resolve(this.rows);
+  }
+
+  // Not sent in answer to a COPY FROM; here so that an unexpected message is no crash.
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
 }
 
 /** Chunk writes in flight per upload: PostgreSQL writes one while this process receives the next. */
@@ -261,17 +321,21 @@ class PostgresUpload implements BlobUpload {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
-      await client.query('begin');
-      await client.query('set local synchronous_commit = off');
+      await client.query('begin; set local synchronous_commit = off');
       const journal = await client.query('select 1 from blob_uploads where id = $1 for share', [this.id]);
       if (journal.rowCount !== 1) throw new UploadGone(this.id);
       await copyChunk(client, this.id, seq, data);
       await client.query('commit');
     } catch (error) {
-      // Back to a clean state, or the client goes (the pool opens another).
-      await client.query('rollback').catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
+      if (error instanceof UploadGone) {
+        // Nothing written: the transaction ends and the client serves again (unless it cannot).
+        await client.query('rollback').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+      } else {
+        // Anything else (the COPY, the connection): the client goes, the pool opens another.
+        broken = error as Error;
+      }
       throw error;
     } finally {
       client.release(broken);

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { S3BlobStore } from '../../src/blobs/s3.js';
 import { Staging } from '../../src/blobs/staging.js';
 import { BlobNotFound, UploadGone, type BlobStore } from '../../src/blobs/store.js';
@@ -282,6 +283,30 @@ for (const kind of KINDS) {
       await ended.discard();
       for (const sha of [midway.sha, ended.sha]) assert.equal(await blobs.stat(sha), null);
       assert.deepEqual(await uploadsLeft(), []);
+    });
+
+    it('postgres: a chunk whose COPY fails fails the upload with the database\'s error; the pool serves on, and the upload is abandoned cleanly', { skip: kind === 'postgres' ? false : 'PostgreSQL only' }, async () => {
+      const temp = await staging.createTemp();
+      const bytes = crypto.randomBytes(3 * 1024 * 1024);
+      fs.writeFileSync(temp.path, bytes);
+      const upload = (await beginUpload(database.store, blobs, temp.path))!;
+      // A row already where the upload's second chunk goes: its COPY breaks the primary key.
+      await sql`insert into blob_chunks (upload_id, seq, data) values (${upload.id}, ${1}, ${Buffer.from('in the way')})`.execute(database.store.db);
+      await assert.rejects(
+        (async () => {
+          await upload.writer.write(bytes);
+          await upload.writer.end();
+        })(),
+        /duplicate key/,
+      );
+      await abandonUpload(database.store, blobs, upload);
+      await temp.discard();
+      assert.deepEqual(await uploadsLeft(), []);
+      // More clients than the pool holds, one after another: none is a broken one handed back.
+      for (let i = 0; i < 12; i++) {
+        const again = crypto.randomBytes(1024 * 1024 + i);
+        assert.ok((await read(await put(again))).bytes.equals(again));
+      }
     });
 
     it('postgres: a file whose chunks go while it is read fails the read with BlobNotFound, and the pool is unharmed', { skip: kind === 'postgres' ? false : 'PostgreSQL only' }, async () => {

@@ -32,5 +32,9 @@ describe('the postgres blob store reads binary COPY', () => {
     assert.throws(() => copiedBytea(other), /malformed/);
     const nulled = Buffer.concat([whole.subarray(0, 19), Buffer.from([0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])]);
     assert.throws(() => copiedBytea(nulled), /malformed/);
+    const oids = Buffer.from(whole);
+    oids.writeUInt32BE(1 << 16, 11);
+    assert.throws(() => copiedBytea(oids), /malformed/);
+    assert.throws(() => copiedBytea(Buffer.concat([copy([]), Buffer.from([0])])), /malformed/, 'bytes after the trailer');
   });
 });
