@@ -302,7 +302,7 @@ for (const kind of KINDS) {
       await abandonUpload(database.store, blobs, upload);
       await temp.discard();
       assert.deepEqual(await uploadsLeft(), []);
-      // More clients than the pool holds, one after another: none is a broken one handed back.
+      // Twelve more files, one after another, on the pool's clients: none is a broken one handed back.
       for (let i = 0; i < 12; i++) {
         const again = crypto.randomBytes(1024 * 1024 + i);
         assert.ok((await read(await put(again))).bytes.equals(again));
