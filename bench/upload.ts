@@ -87,13 +87,33 @@ function freshen(file: string, size: number): void {
   fs.closeSync(fd);
 }
 
-/** Milliseconds to download `url` whole (bytes counted, not kept). */
+/**
+ * How the benchmark sends a file, and downloads one. `stream` (the default): node:http; an upload
+ * is the multipart body written by hand around the file read from disk in 1 MiB pieces, 75–180 ms
+ * of CPU per 50 MB. `fetch`: fetch, and a FormData of `fs.openAsBlob` for an upload (the figures
+ * before 2026-11-29's fifth session), which took this process 0.5–0.7 s of CPU per 50 MB upload
+ * on these 2 cores, more than the server, so that every figure was partly the client's.
+ */
+const CLIENT = (process.env.BENCH_CLIENT ?? 'stream') as 'stream' | 'fetch';
+if (CLIENT !== 'stream' && CLIENT !== 'fetch') throw new Error('BENCH_CLIENT is stream or fetch');
+
+/** Milliseconds to download `url` whole (bytes counted, not kept), with the client `BENCH_CLIENT` names. */
 async function download(url: string, key: string, size: number): Promise<number> {
   const started = performance.now();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-  if (res.status !== 200) throw new Error(`download answered ${res.status}`);
+  let status: number;
+  let body: AsyncIterable<Uint8Array>;
+  if (CLIENT === 'fetch') {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    status = res.status;
+    body = res.body as unknown as AsyncIterable<Uint8Array>;
+  } else {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => http.get(url, { headers: { authorization: `Bearer ${key}` } }, resolve).once('error', reject));
+    status = res.statusCode!;
+    body = res;
+  }
+  if (status !== 200) throw new Error(`download answered ${status}`);
   let bytes = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+  for await (const chunk of body) bytes += chunk.length;
   if (bytes !== size) throw new Error(`downloaded ${bytes} of ${size} bytes`);
   return performance.now() - started;
 }
@@ -106,16 +126,6 @@ async function readFromDisk(file: string): Promise<number> {
   }
   return performance.now() - started;
 }
-
-/**
- * How the benchmark sends a file. `stream` (the default): node:http, the multipart body written
- * by hand around the file read from disk in 1 MiB pieces, 75–180 ms of CPU per 50 MB upload.
- * `fetch`: fetch with a FormData of `fs.openAsBlob` (the figures before 2026-11-29's fifth
- * session), which took this process 0.5–0.7 s of CPU per 50 MB on these 2 cores, more than the
- * server, so that every figure was partly the client's.
- */
-const CLIENT = (process.env.BENCH_CLIENT ?? 'stream') as 'stream' | 'fetch';
-if (CLIENT !== 'stream' && CLIENT !== 'fetch') throw new Error('BENCH_CLIENT is stream or fetch');
 
 /** Milliseconds to upload `file` as the multipart field `file` (201 or 200 expected). */
 async function upload(url: string, file: string, key: string | null): Promise<number> {
