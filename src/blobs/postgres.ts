@@ -235,19 +235,22 @@ async function copyChunk(client: pg.PoolClient, uploadId: string, seq: number, d
  * A `COPY … FROM STDIN` of bytes known in full, as a query object the driver runs in its turn
  * (node-postgres's `Submittable`): when the server asks for the data, every byte is handed to the
  * socket at once (the buffers themselves, no copy), then CopyDone; `done` answers the rows
- * written. Nothing is left to write later, so an error answered midway leaves nothing pending.
+ * written. Nothing is left for this object to write later: after an error answered midway, what
+ * the socket still holds reaches the server, which discards it.
  * (pg-copy-streams' writable waits for the socket's `drain` to send the rest, and writes through
  * a connection it has cleared after an error: brianc/node-pg-copy-streams#171.) A client whose
  * COPY failed is released as broken by the caller.
  */
 class CopyIn implements pg.Submittable {
   readonly done: Promise<number>;
+  /** Set by the driver when the connection has a `query_timeout`: called when the query ends, it clears that timer. */
+  callback?: (error: Error | null) => void;
   private answer!: { resolve: (rows: number) => void; reject: (error: Error) => void };
   private rows = -1;
 
   constructor(
     private readonly text: string,
-    private readonly pieces: Buffer[],
+    private pieces: Buffer[],
   ) {
     this.done = new Promise((resolve, reject) => (this.answer = { resolve, reject }));
   }
@@ -257,13 +260,20 @@ class CopyIn implements pg.Submittable {
   }
 
   handleCopyInResponse(connection: pg.Connection): void {
+    const socket = connection.stream;
+    // Ending already: its 'close' fails this query.
+    if (!socket.writable) return;
     const length = this.pieces.reduce((sum, piece) => sum + piece.length, 0);
     const header = Buffer.alloc(5);
     header[0] = 0x64; // CopyData
     header.writeUInt32BE(length + 4, 1);
-    connection.stream.write(header);
-    for (const piece of this.pieces) connection.stream.write(piece);
-    connection.stream.write(COPY_DONE);
+    // Corked: one write of all the pieces, not a packet for the 5-byte header.
+    socket.cork();
+    socket.write(header);
+    for (const piece of this.pieces) socket.write(piece);
+    socket.write(COPY_DONE);
+    socket.uncork();
+    this.pieces = [];
   }
 
   handleCommandComplete(message: { text: string }): void {
@@ -271,12 +281,14 @@ class CopyIn implements pg.Submittable {
     this.rows = match ? Number(match[1]) : -1;
   }
 
-  /** An error answered (the server's, or the connection's end): the driver forgets this query. */
+  /** An error answered (the server's, or the connection's end): this query is over. */
   handleError(error: Error): void {
+    this.callback?.(error);
     this.answer.reject(error);
   }
 
   handleReadyForQuery(): void {
+    this.callback?.(null);
     this.answer.resolve(this.rows);
   }
 

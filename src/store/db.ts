@@ -157,6 +157,10 @@ function createPostgresStore(connectionString: string, max: number): Store {
   const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000 });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Nor one that is lent out: node-postgres emits `error` on a client whose connection ends, and
+  // the pool listens only while the client is idle. Its queries fail by themselves (the caller
+  // sees those), and the pool drops the client when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const local = new LocalWatchers();
   return {
