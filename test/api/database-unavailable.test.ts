@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createStore } from '../../src/store/db.js';
 import { bearer, createTestContext, createTestDatabase, TEST_DB, type TestContext, type TestDatabase } from '../helpers/context.js';
+import { startDatabaseRelay, type DatabaseRelay } from '../helpers/net.js';
 
 /** GET /healthz back to back until `stop()`; the worst latency seen (a request still waiting counts). */
 function probeHealth(base: string): { stop(): Promise<number> } {
@@ -118,30 +119,16 @@ describe('PostgreSQL unreachable: 503, not 500', { skip: TEST_DB !== 'postgres' 
   let database: TestDatabase;
   let proxyDb: TestDatabase;
   let ctx: TestContext;
-  let proxy: net.Server;
-  const sockets = new Set<net.Socket>();
+  let relay: DatabaseRelay;
   let base: string;
   let headers: Record<string, string>;
 
   before(async () => {
     database = await createTestDatabase();
     // The app reaches PostgreSQL through a TCP relay this test can cut.
-    const target = new URL(database.location.databaseUrl!);
-    proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('error', () => {});
-        s.on('close', () => sockets.delete(s));
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const relayed = new URL(target);
-    relayed.hostname = '127.0.0.1';
-    relayed.port = String((proxy.address() as AddressInfo).port);
-    const store = createStore({ databaseUrl: relayed.toString(), sqlitePath: '' });
-    proxyDb = { store, location: { databaseUrl: relayed.toString(), sqlitePath: '' }, drop: () => store.close() };
+    relay = await startDatabaseRelay(database.location.databaseUrl!);
+    const store = createStore({ databaseUrl: relay.url, sqlitePath: '' });
+    proxyDb = { store, location: { databaseUrl: relay.url, sqlitePath: '' }, drop: () => store.close() };
     ctx = await createTestContext({ database: proxyDb });
     await ctx.app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
@@ -151,13 +138,13 @@ describe('PostgreSQL unreachable: 503, not 500', { skip: TEST_DB !== 'postgres' 
   after(async () => {
     await ctx.close();
     await proxyDb.drop().catch(() => {});
-    proxy.close();
+    await relay.close();
     await database.drop();
   });
 
   it('connections refused and dropped: writes and reads answer 503 unavailable with Retry-After; back to normal after', async () => {
-    proxy.close();
-    for (const s of sockets) s.destroy();
+    relay.server.close();
+    relay.cut();
     for (const request of [
       () => fetch(`${base}/api/v1/forms`, { method: 'POST', headers, body: JSON.stringify({ title: 'Unreachable' }) }),
       () => fetch(`${base}/api/v1/forms`, { headers }),
@@ -169,7 +156,7 @@ describe('PostgreSQL unreachable: 503, not 500', { skip: TEST_DB !== 'postgres' 
     }
     assert.equal((await fetch(`${base}/readyz`)).status, 503);
     // The relay comes back on the same port: the pool reconnects.
-    await new Promise<void>((r) => proxy.listen(Number(new URL(proxyDb.location.databaseUrl!).port), '127.0.0.1', r));
+    await new Promise<void>((r) => relay.server.listen(Number(new URL(relay.url).port), '127.0.0.1', r));
     const res = await fetch(`${base}/api/v1/forms`, { method: 'POST', headers, body: JSON.stringify({ title: 'Back' }) });
     assert.equal(res.status, 201, await res.clone().text());
   });

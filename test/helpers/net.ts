@@ -25,3 +25,43 @@ export async function waitFor(check: () => Promise<boolean>, ms = 20_000, everyM
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** A TCP relay on loopback to a database, which a test can cut (`cut`) or stop listening (`server.close`). */
+export interface DatabaseRelay {
+  server: net.Server;
+  /** `databaseUrl` with the relay's host and port. */
+  url: string;
+  /** Destroys every connection through the relay (both sides); the relay still accepts new ones. */
+  cut(): void;
+  close(): Promise<void>;
+}
+
+export async function startDatabaseRelay(databaseUrl: string): Promise<DatabaseRelay> {
+  const target = new URL(databaseUrl);
+  const links = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const end of [client, upstream]) {
+      links.add(end);
+      end.on('error', () => {});
+      end.on('close', () => links.delete(end));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const relayed = new URL(target);
+  relayed.hostname = '127.0.0.1';
+  relayed.port = String((server.address() as net.AddressInfo).port);
+  const cut = () => {
+    for (const link of links) link.destroy();
+  };
+  return {
+    server,
+    url: relayed.toString(),
+    cut,
+    async close() {
+      cut();
+      if (server.listening) await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { createStore, type Store } from '../../src/store/db.js';
 import { createTestDatabase, TEST_DB, type TestDatabase } from '../helpers/context.js';
+import { startDatabaseRelay, type DatabaseRelay } from '../helpers/net.js';
 
 const skip = TEST_DB === 'postgres' ? false : 'needs PostgreSQL (FORMSIGN_TEST_DB=postgres)';
 
@@ -16,31 +16,17 @@ const skip = TEST_DB === 'postgres' ? false : 'needs PostgreSQL (FORMSIGN_TEST_D
  */
 describe('the connection to PostgreSQL is lost in the middle of a query', { skip }, () => {
   let database: TestDatabase;
-  let proxy: net.Server;
-  const links = new Set<net.Socket>();
+  let relay: DatabaseRelay;
   let store: Store;
 
   before(async () => {
     database = await createTestDatabase();
-    const target = new URL(database.location.databaseUrl!);
-    proxy = net.createServer((socket) => {
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
-      for (const end of [socket, upstream]) {
-        links.add(end);
-        end.on('error', () => {});
-        end.on('close', () => links.delete(end));
-      }
-      socket.pipe(upstream).pipe(socket);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const proxied = new URL(target);
-    proxied.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
-    store = createStore({ databaseUrl: proxied.toString(), sqlitePath: '' });
+    relay = await startDatabaseRelay(database.location.databaseUrl!);
+    store = createStore({ databaseUrl: relay.url, sqlitePath: '' });
   });
   after(async () => {
     await store.close();
-    for (const link of links) link.destroy();
-    await new Promise((resolve) => proxy.close(resolve));
+    await relay.close();
     await database.drop();
   });
 
@@ -58,7 +44,7 @@ describe('the connection to PostgreSQL is lost in the middle of a query', { skip
     } finally {
       await direct.end();
     }
-    for (const link of links) link.destroy();
+    relay.cut();
   }
 
   it('fails the queries on it; the process lives on, and the store serves again on a new connection', async () => {
