@@ -13,7 +13,7 @@
  *   BENCH_ROUNDS=3 BENCH_STORES=disk,postgres npm run bench:upload
  *   (PostgreSQL at FORMSIGN_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -191,6 +191,18 @@ function currentRss(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
 }
 
+/** CPU time (user + system, in ms, to the kernel's clock tick) of a process and its live child processes (the PDF helper). */
+function cpuMs(pid: number): number {
+  let ticks = 0;
+  for (const p of [pid, ...childrenOf(pid)]) {
+    const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of proc(5))
+  }
+  return Math.round((ticks * 1000) / CLOCK_TICKS);
+}
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
 function childrenOf(pid: number): number[] {
   const file = `/proc/${pid}/task/${pid}/children`;
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number) : [];
@@ -263,10 +275,13 @@ async function main(): Promise<void> {
         await upload(url, pdfFile, auth); // warm-up
         freshen(pdfFile, size);
         const cpu = process.cpuUsage();
+        const serverCpu = cpuMs(server.child.pid!);
         const ms = await upload(url, pdfFile, auth);
         const { user, system } = process.cpuUsage(cpu);
         times[kind]!.push(ms);
-        console.log(`  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s  (the client's CPU ${((user + system) / 1000).toFixed(0)} ms)`);
+        console.log(
+          `  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s  (CPU: the client's ${((user + system) / 1000).toFixed(0)} ms, the server's ${cpuMs(server.child.pid!) - serverCpu} ms)`,
+        );
       } finally {
         await stop(server);
       }
