@@ -154,7 +154,11 @@ function withStatementCache(database: SQLite.Database, size = 500): SqliteDataba
 }
 
 function createPostgresStore(connectionString: string, max: number): Store {
-  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000 });
+  // TCP keep-alive on every connection: a database host that vanishes without closing (a network
+  // partition, a machine powered off) is noticed by the kernel's probes after 10 s of silence, and
+  // the query waiting on it fails instead of waiting for ever (the probes' interval and count are
+  // the system's: `net.ipv4.tcp_keepalive_intvl` and `_probes`).
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // Nor one that is lent out: node-postgres emits `error` on a client whose connection ends, and
