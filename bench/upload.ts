@@ -5,6 +5,8 @@
  * store — `disk` (on SQLite), `postgres` and `s3` (on PostgreSQL; s3 is an s3rver stand-in in a
  * process of its own) — against a bare @fastify/multipart route that streams the same file to
  * disk, same run, alternating. Every upload is of new bytes (the stores keep a content once).
+ * Each measured upload prints the CPU it took the client, the server (with its PDF helper) and,
+ * for postgres and s3, the local PostgreSQL and s3rver.
  * Also: each store's peak RSS during one upload, each store's download throughput
  * (`GET …/file`) against reading the file from disk, and the latency of other requests while 4
  * uploads of 50 MB run at once (disk).
@@ -193,13 +195,34 @@ function currentRss(pid: number): number {
 
 /** CPU time (user + system, in ms, to the kernel's clock tick) of a process and its live child processes (the PDF helper). */
 function cpuMs(pid: number): number {
-  let ticks = 0;
-  for (const p of [pid, ...childrenOf(pid)]) {
-    const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of proc(5))
+  return Math.round(([pid, ...childrenOf(pid)].reduce((sum, p) => sum + cpuTicks(p), 0) * 1000) / CLOCK_TICKS);
+}
+
+/**
+ * CPU time (ms) so far of the peers on this machine: every process named `postgres` (all of
+ * PostgreSQL's, connections and background writers alike; 0 when it runs elsewhere) and the
+ * s3rver process. A process that ends between two readings drops out of the second: a difference
+ * of two readings is right only while the same processes run (as during one upload).
+ */
+function peersCpuMs(s3: ChildProcess | null): { postgres: number; s3: number } {
+  let postgres = 0;
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${name}/comm`, 'utf8').trim() === 'postgres') postgres += cpuTicks(Number(name));
+    } catch {
+      // ended meanwhile
+    }
   }
-  return Math.round((ticks * 1000) / CLOCK_TICKS);
+  const s3Ticks = s3?.pid && s3.exitCode === null ? cpuTicks(s3.pid) : 0;
+  return { postgres: Math.round((postgres * 1000) / CLOCK_TICKS), s3: Math.round((s3Ticks * 1000) / CLOCK_TICKS) };
+}
+
+/** utime + stime of one process, in clock ticks (fields 14 and 15 of proc(5)). */
+function cpuTicks(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
 }
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
@@ -276,11 +299,14 @@ async function main(): Promise<void> {
         freshen(pdfFile, size);
         const cpu = process.cpuUsage();
         const serverCpu = cpuMs(server.child.pid!);
+        const peersCpu = peersCpuMs(s3);
         const ms = await upload(url, pdfFile, auth);
         const { user, system } = process.cpuUsage(cpu);
+        const peers = kind === 'postgres' || kind === 's3' ? peersCpuMs(s3) : null;
         times[kind]!.push(ms);
         console.log(
-          `  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s  (CPU: the client's ${((user + system) / 1000).toFixed(0)} ms, the server's ${cpuMs(server.child.pid!) - serverCpu} ms)`,
+          `  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s  (CPU: the client's ${((user + system) / 1000).toFixed(0)} ms, the server's ${cpuMs(server.child.pid!) - serverCpu} ms` +
+            (peers ? `, PostgreSQL's ${peers.postgres - peersCpu.postgres} ms${kind === 's3' ? `, s3rver's ${peers.s3 - peersCpu.s3} ms` : ''})` : ')'),
         );
       } finally {
         await stop(server);
