@@ -299,14 +299,15 @@ async function main(): Promise<void> {
         freshen(pdfFile, size);
         const cpu = process.cpuUsage();
         const serverCpu = cpuMs(server.child.pid!);
-        const peersCpu = peersCpuMs(s3);
+        const hasPeers = kind === 'postgres' || kind === 's3';
+        const peersCpu = hasPeers ? peersCpuMs(s3) : null;
         const ms = await upload(url, pdfFile, auth);
         const { user, system } = process.cpuUsage(cpu);
-        const peers = kind === 'postgres' || kind === 's3' ? peersCpuMs(s3) : null;
+        const peers = hasPeers ? peersCpuMs(s3) : null;
         times[kind]!.push(ms);
         console.log(
           `  round ${round} ${kind.padEnd(9)} ${ms.toFixed(0).padStart(6)} ms  ${((size / 1e6 / ms) * 1000).toFixed(0)} MB/s  (CPU: the client's ${((user + system) / 1000).toFixed(0)} ms, the server's ${cpuMs(server.child.pid!) - serverCpu} ms` +
-            (peers ? `, PostgreSQL's ${peers.postgres - peersCpu.postgres} ms${kind === 's3' ? `, s3rver's ${peers.s3 - peersCpu.s3} ms` : ''})` : ')'),
+            (peers && peersCpu ? `, PostgreSQL's ${peers.postgres - peersCpu.postgres} ms${kind === 's3' ? `, s3rver's ${peers.s3 - peersCpu.s3} ms` : ''})` : ')'),
         );
       } finally {
         await stop(server);

@@ -15,8 +15,9 @@ const FOREIGN_TEMP_MAX_AGE_MS = 24 * 3_600_000;
  * What a staged file's stream takes before it asks its writer to wait. With the default (16 KiB),
  * every 64 KiB piece of a request body waited for its own write to the disk before the next was
  * read from the socket; with 1 MiB the disk's writes overlap the receiving (a 50 MB upload to the
- * disk store took about a third less of the server's CPU: bench/README.md, "Stored files").
- * Bounded: at most this much (plus one piece) per upload waits in memory.
+ * disk store took about a fifth less of the server's CPU: bench/README.md, "Stored files").
+ * Bounded: at most this much (plus one piece) per upload waits in memory, and a process takes at
+ * most 32 uploads at once (docs/decisions.md, "Uploads at once").
  */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 
