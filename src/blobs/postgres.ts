@@ -7,24 +7,36 @@ import { to as copyTo } from 'pg-copy-streams';
 import { PieceSender } from './pieces.js';
 import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, type ByteRange } from './store.js';
 
-/** Bytes per row of `blob_chunks`: large enough for few round trips, small enough to bound memory. */
-export const PG_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Bytes per row of `blob_chunks` for the files written now (`blob_files.chunk_bytes`): a row this
+ * size is stored in its table's page as it is (migration 0014 sets the table's
+ * `toast_tuple_target` to 8160), not cut into about 525 TOAST rows of 2 KB with an index entry
+ * each, as a 1 MiB row was. PostgreSQL then does about a quarter of the work per byte written
+ * (bench/README.md, "Stored files"). Files written before keep their 1 MiB rows and are read as
+ * they are.
+ */
+export const PG_ROW_BYTES = 8000;
+/** Rows written by one `COPY` in one short transaction, and read by one `COPY`. */
+const ROWS_PER_PIECE = 131;
+/** Bytes written, and read, at once: 131 rows, about 1 MiB. */
+export const PG_PIECE_BYTES = PG_ROW_BYTES * ROWS_PER_PIECE;
 
 /**
  * Blobs in the PostgreSQL database itself, so that servers on many machines need nothing but the
- * database: `blob_chunks` holds the bytes in 1 MiB rows under an upload id, `blob_files` maps a
- * content hash to the upload id whose chunks are its bytes (migrations 0010 and 0013).
+ * database: `blob_chunks` holds the bytes in rows of 8,000 bytes (1 MiB for files written before
+ * migration 0014; `blob_files.chunk_bytes` says which) under an upload id, `blob_files` maps a
+ * content hash to the upload id whose rows are its bytes (migrations 0010, 0013 and 0014).
  *
- * An upload streams its chunks while the request body arrives, each in a short transaction of
- * its own (no transaction lasts as long as the client takes), under the upload's journal row in
+ * An upload streams its chunks (131 rows, about 1 MiB) while the request body arrives, each in a
+ * short transaction of its own (no transaction lasts as long as the client takes), under the upload's journal row in
  * `blob_uploads`: a chunk is written only while that row exists (it is read `for share`), so that
  * once the sweep has removed an abandoned upload's row and chunks, nothing can add to them. The
  * chunks are written with `synchronous_commit = off`: the commit of the `blob_files` row that
  * makes them visible is synchronous, and WAL is flushed in order, so a file whose row survived a
  * crash has all its chunks. Nothing is visible under a hash before that one row.
  *
- * Reads fetch one chunk at a time, as the reader asks for more, by a binary `COPY … TO STDOUT` on
- * a client of the pool behind `db`: a `select` would bring the bytes as hex text for the driver
+ * Reads fetch about 1 MiB of rows at a time, as the reader asks for more, by a binary `COPY … TO
+ * STDOUT` on a client of the pool behind `db`: a `select` would bring the bytes as hex text for the driver
  * to decode (about 3 times the time and 5 times this process's CPU of the copy, bench/README.md).
  */
 export class PostgresBlobStore implements BlobStore {
@@ -66,17 +78,20 @@ export class PostgresBlobStore implements BlobStore {
       await this.db.transaction().execute(async (trx) => {
         // A concurrent put of the same bytes waits here for the other to commit, then does nothing.
         const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
-          values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${uploadId}, ${new Date().toISOString()})
+          values (${sha256}, ${size}, ${PG_ROW_BYTES}, ${uploadId}, ${new Date().toISOString()})
           on conflict (sha256) do nothing returning sha256`.execute(trx);
         if (inserted.rows.length === 0) return;
-        // One buffer for every chunk: the driver has copied a chunk into its message by the time
-        // its insert answers, so the next chunk may be read into the same memory.
-        const buffer = Buffer.allocUnsafe(Math.min(PG_CHUNK_BYTES, size));
-        for (let seq = 0, written = 0; written < size; seq++) {
-          const length = Math.min(PG_CHUNK_BYTES, size - written);
+        // One buffer for every piece: the driver has copied a piece into its message by the time
+        // its insert answers, so the next piece may be read into the same memory. PostgreSQL cuts
+        // each piece into its rows.
+        const buffer = Buffer.allocUnsafe(Math.min(PG_PIECE_BYTES, size));
+        for (let piece = 0, written = 0; written < size; piece++) {
+          const length = Math.min(PG_PIECE_BYTES, size - written);
           const { bytesRead } = await handle.read(buffer, 0, length, written);
           if (bytesRead !== length) throw new Error('the staged file is shorter than its recorded size');
-          await sql`insert into blob_chunks (upload_id, seq, data) values (${uploadId}, ${seq}, ${buffer.subarray(0, length)})`.execute(trx);
+          await sql`insert into blob_chunks (upload_id, seq, data)
+            select ${uploadId}::text, ${piece * ROWS_PER_PIECE}::integer + i, substring(${buffer.subarray(0, length)}::bytea from i * ${PG_ROW_BYTES}::integer + 1 for ${PG_ROW_BYTES}::integer)
+            from generate_series(0, ${Math.ceil(length / PG_ROW_BYTES) - 1}::integer) as i`.execute(trx);
           written += length;
         }
         const { size: actual } = await handle.stat();
@@ -94,22 +109,27 @@ export class PostgresBlobStore implements BlobStore {
     const start = range?.start ?? 0;
     const end = range?.end ?? size - 1;
     const pool = this.pool;
-    const fetchChunk = async (seq: number): Promise<Buffer> => {
-      const data = await readChunk(pool, uploadId, seq);
-      if (!data) throw new BlobNotFound(sha256);
-      return data;
+    // Rows fetched by one COPY: about 1 MiB of them (one row of a file with 1 MiB rows).
+    const perRead = Math.max(1, Math.floor(PG_PIECE_BYTES / chunkBytes));
+    const first = Math.floor(start / chunkBytes);
+    const last = Math.floor(end / chunkBytes);
+    // The bytes of rows `from` on (one read), in one buffer: every row but a file's last is whole.
+    const fetchRows = async (from: number): Promise<Buffer> => {
+      const to = Math.min(last, from + perRead - 1);
+      const rows = await readRows(pool, uploadId, from, to);
+      if (rows.length !== to - from + 1) throw new BlobNotFound(sha256);
+      return rows.length === 1 ? rows[0]! : Buffer.concat(rows);
     };
     async function* chunks(): AsyncGenerator<Buffer> {
       if (end < start) return;
-      const last = Math.floor(end / chunkBytes);
-      // One chunk fetched ahead while the reader takes the current one: two chunks in memory at most.
-      let next: Promise<Buffer> | null = fetchChunk(Math.floor(start / chunkBytes));
-      for (let seq = Math.floor(start / chunkBytes); seq <= last; seq++) {
+      // One read fetched ahead while the reader takes the current one: two in memory at most.
+      let next: Promise<Buffer> | null = fetchRows(first);
+      for (let from = first; from <= last; from += perRead) {
         const data = await next!;
-        next = seq < last ? fetchChunk(seq + 1) : null;
+        next = from + perRead <= last ? fetchRows(from + perRead) : null;
         // An error of the one fetched ahead surfaces when it is awaited, not as an unhandled rejection.
         next?.catch(() => {});
-        const offset = seq * chunkBytes;
+        const offset = from * chunkBytes;
         yield data.subarray(Math.max(0, start - offset), Math.min(data.length, end - offset + 1));
       }
     }
@@ -164,19 +184,22 @@ const COPY_TRAILER = Buffer.from([0xff, 0xff]);
 const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]);
 
 /**
- * One chunk's bytes, or null when there is no such row: a binary `COPY` of the one row, on a
- * client held only for it (a slow reader holds no connection between chunks).
+ * The bytes of rows `from` to `to` of an upload, in order (fewer when rows are missing): a binary
+ * `COPY` of those rows, on a client held only for it (a slow reader holds no connection between
+ * reads).
  */
-async function readChunk(pool: pg.Pool, uploadId: string, seq: number): Promise<Buffer | null> {
-  if (!Number.isSafeInteger(seq) || seq < 0) throw new Error(`bad chunk number ${seq}`);
+async function readRows(pool: pg.Pool, uploadId: string, from: number, to: number): Promise<Buffer[]> {
+  for (const seq of [from, to]) if (!Number.isSafeInteger(seq) || seq < 0) throw new Error(`bad row number ${seq}`);
   const client = await pool.connect();
   let failed: Error | undefined;
   try {
     // COPY takes no parameters: the id goes in as a literal, escaped by the driver.
-    const stream = client.query(copyTo(`copy (select data from blob_chunks where upload_id = ${client.escapeLiteral(uploadId)} and seq = ${seq}) to stdout (format binary)`));
+    const stream = client.query(
+      copyTo(`copy (select data from blob_chunks where upload_id = ${client.escapeLiteral(uploadId)} and seq between ${from} and ${to} order by seq) to stdout (format binary)`),
+    );
     const parts: Buffer[] = [];
     for await (const part of stream) parts.push(part as Buffer);
-    return copiedBytea(Buffer.concat(parts));
+    return copiedByteas(Buffer.concat(parts));
   } catch (error) {
     failed = error as Error;
     throw error;
@@ -187,48 +210,63 @@ async function readChunk(pool: pg.Pool, uploadId: string, seq: number): Promise<
 }
 
 /**
- * The value of a binary `COPY` of one `bytea` column and at most one row: the signature, flags
- * and header extension; then a row (a field count of 1, the value's length, its bytes) or none;
- * then the trailer (a field count of -1).
+ * The values of a binary `COPY` of one non-null `bytea` column, in order (views into `copy`): the
+ * signature, flags and header extension; then each row (a field count of 1, the value's length,
+ * its bytes); then the trailer (a field count of -1) and nothing after it.
  */
-export function copiedBytea(copy: Buffer): Buffer | null {
+export function copiedByteas(copy: Buffer): Buffer[] {
   const malformed = () => new Error('malformed binary COPY from PostgreSQL');
   // Flags: bits 0–15 are incompatible changes (none defined), bit 16 an OID in each row (not asked for).
   if (copy.length < 21 || !copy.subarray(0, 11).equals(COPY_SIGNATURE) || copy.readUInt32BE(11) & 0x1ffff) throw malformed();
   let at = 19 + copy.readUInt32BE(15);
-  if (at + 2 > copy.length) throw malformed();
-  const fields = copy.readInt16BE(at);
-  if (fields === -1) {
-    if (at + 2 !== copy.length) throw malformed();
-    return null;
+  const values: Buffer[] = [];
+  for (;;) {
+    if (at + 2 > copy.length) throw malformed();
+    const fields = copy.readInt16BE(at);
+    if (fields === -1) {
+      if (at + 2 !== copy.length) throw malformed();
+      return values;
+    }
+    if (fields !== 1 || at + 6 > copy.length) throw malformed();
+    const length = copy.readInt32BE(at + 2);
+    at += 6;
+    if (length < 0 || at + length > copy.length) throw malformed();
+    values.push(copy.subarray(at, at + length));
+    at += length;
   }
-  if (fields !== 1 || at + 6 > copy.length) throw malformed();
-  const length = copy.readInt32BE(at + 2);
-  at += 6;
-  if (length < 0 || at + length + 2 !== copy.length || copy.readInt16BE(at + length) !== -1) throw malformed();
-  return copy.subarray(at, at + length);
 }
 
 /**
- * Writes one row of `blob_chunks` by a binary `COPY … FROM STDIN` (in the caller's transaction):
- * the signature, flags and an empty header extension, one row of three fields (the upload id as
- * text, the number as a 4-byte integer, the bytes), and the trailer.
+ * Writes `data` as rows of `blob_chunks` of `PG_ROW_BYTES` each (the last shorter), numbered from
+ * `firstSeq`, by one binary `COPY … FROM STDIN` (in the caller's transaction): the signature,
+ * flags and an empty header extension; per row three fields (the upload id as text, the number as
+ * a 4-byte integer, the bytes: a view into `data`, not a copy); the trailer.
  */
-async function copyChunk(client: pg.PoolClient, uploadId: string, seq: number, data: Buffer): Promise<void> {
+async function copyRows(client: pg.PoolClient, uploadId: string, firstSeq: number, data: Buffer): Promise<void> {
   const id = Buffer.from(uploadId, 'utf8');
-  const head = Buffer.alloc(19 + 2 + 4 + id.length + 4 + 4 + 4);
-  COPY_SIGNATURE.copy(head, 0);
-  let at = 19; // flags and extension length: zero
-  at = head.writeInt16BE(3, at);
-  at = head.writeInt32BE(id.length, at);
-  at += id.copy(head, at);
-  at = head.writeInt32BE(4, at);
-  at = head.writeInt32BE(seq, at);
-  head.writeInt32BE(data.length, at);
-  const copy = new CopyIn('copy blob_chunks (upload_id, seq, data) from stdin (format binary)', [head, data, COPY_TRAILER]);
+  const count = Math.ceil(data.length / PG_ROW_BYTES);
+  const rowHead = 2 + 4 + id.length + 4 + 4 + 4;
+  const heads = Buffer.alloc(19 + count * rowHead);
+  COPY_SIGNATURE.copy(heads, 0); // then flags and extension length: zero
+  const pieces: Buffer[] = [];
+  for (let k = 0, headAt = 19; k < count; k++) {
+    const start = headAt;
+    let at = heads.writeInt16BE(3, headAt);
+    at = heads.writeInt32BE(id.length, at);
+    at += id.copy(heads, at);
+    at = heads.writeInt32BE(4, at);
+    at = heads.writeInt32BE(firstSeq + k, at);
+    const row = data.subarray(k * PG_ROW_BYTES, (k + 1) * PG_ROW_BYTES);
+    headAt = heads.writeInt32BE(row.length, at);
+    // The file's signature goes out with the first row's head.
+    pieces.push(heads.subarray(k === 0 ? 0 : start, headAt), row);
+  }
+  if (count === 0) pieces.push(heads.subarray(0, 19));
+  pieces.push(COPY_TRAILER);
+  const copy = new CopyIn('copy blob_chunks (upload_id, seq, data) from stdin (format binary)', pieces);
   client.query(copy);
   const rows = await copy.done;
-  if (rows !== 1) throw new Error(`COPY wrote ${rows} rows for chunk ${seq} of upload ${uploadId}`);
+  if (rows !== count) throw new Error(`COPY wrote ${rows} rows, not ${count}, from row ${firstSeq} of upload ${uploadId}`);
 }
 
 /**
@@ -304,9 +342,10 @@ class CopyIn implements pg.Submittable {
 const CHUNKS_IN_FLIGHT = 2;
 
 /**
- * The chunks of one upload, written while it is received: a 1 MiB chunk is filled while earlier
- * ones are written (`PieceSender`), so that receiving and writing overlap and at most three
- * chunks of the file are in this process's memory (the socket writes them from there).
+ * The chunks of one upload, written while it is received: a chunk of about 1 MiB (131 rows) is
+ * filled while earlier ones are written (`PieceSender`), so that receiving and writing overlap and
+ * at most three chunks of the file are in this process's memory (the socket writes them from
+ * there).
  */
 class PostgresUpload implements BlobUpload {
   private readonly pieces: PieceSender;
@@ -316,7 +355,7 @@ class PostgresUpload implements BlobUpload {
     private readonly pool: pg.Pool,
     private readonly id: string,
   ) {
-    this.pieces = new PieceSender(PG_CHUNK_BYTES, CHUNKS_IN_FLIGHT, (data, seq) => this.insert(seq, data));
+    this.pieces = new PieceSender(PG_PIECE_BYTES, CHUNKS_IN_FLIGHT, (data, index) => this.insert(index, data));
   }
 
   write(chunk: Buffer): Promise<void> {
@@ -326,17 +365,17 @@ class PostgresUpload implements BlobUpload {
   /**
    * One short transaction per chunk, asynchronous commit (see the class above); written only
    * while the upload's journal row exists, which it holds `for share` until it commits. The row
-   * goes in by a binary `COPY`: the chunk's bytes are written to the socket as they are, with no
+   * go in by a binary `COPY`: the chunk's bytes are written to the socket as they are, with no
    * parameter message built around them.
    */
-  private async insert(seq: number, data: Buffer): Promise<void> {
+  private async insert(index: number, data: Buffer): Promise<void> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
       await client.query('begin; set local synchronous_commit = off');
       const journal = await client.query('select 1 from blob_uploads where id = $1 for share', [this.id]);
       if (journal.rowCount !== 1) throw new UploadGone(this.id);
-      await copyChunk(client, this.id, seq, data);
+      await copyRows(client, this.id, index * ROWS_PER_PIECE, data);
       await client.query('commit');
     } catch (error) {
       if (error instanceof UploadGone) {
@@ -362,13 +401,14 @@ class PostgresUpload implements BlobUpload {
   async commit(sha256: string, size: number, db: Kysely<any>): Promise<void> {
     checkHash(sha256);
     if (this.pieces.bytes !== size) throw new Error(`the upload received ${this.pieces.bytes} bytes, not ${size}`);
-    const found = await sql<{ chunks: string | number; bytes: string | number }>`select count(*) as chunks, coalesce(sum(octet_length(data)), 0) as bytes
+    const found = await sql<{ rows: string | number; bytes: string | number }>`select count(*) as rows, coalesce(sum(octet_length(data)), 0) as bytes
       from blob_chunks where upload_id = ${this.id}`.execute(db);
-    const { chunks, bytes } = found.rows[0]!;
-    if (Number(chunks) !== this.pieces.sent || Number(bytes) !== size) throw new Error(`the stored chunks of upload ${this.id} are not the ${size} bytes received`);
+    const { rows, bytes } = found.rows[0]!;
+    // Every chunk but the last is whole (131 rows), so the rows are the size's.
+    if (Number(rows) !== Math.ceil(size / PG_ROW_BYTES) || Number(bytes) !== size) throw new Error(`the stored rows of upload ${this.id} are not the ${size} bytes received`);
     // The hash's lock is held (withCommittedBlobs): no other commit of these bytes runs meanwhile.
     const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
-      values (${sha256}, ${size}, ${PG_CHUNK_BYTES}, ${this.id}, ${new Date().toISOString()})
+      values (${sha256}, ${size}, ${PG_ROW_BYTES}, ${this.id}, ${new Date().toISOString()})
       on conflict (sha256) do nothing returning sha256`.execute(db);
     // Stored already: this upload's copy goes (the content is kept once).
     if (inserted.rows.length === 0) await sql`delete from blob_chunks where upload_id = ${this.id}`.execute(db);

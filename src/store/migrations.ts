@@ -449,6 +449,18 @@ const MIGRATIONS: Migration[] = [
       await sql`create unique index blob_files_upload_id on blob_files (upload_id)`.execute(db);
     },
   },
+  {
+    id: '0014_blob_rows_inline',
+    async up(db, dialect) {
+      if (dialect !== 'postgres') return;
+      // BLOB_STORE=postgres writes rows of 8,000 bytes from now on (src/blobs/postgres.ts,
+      // PG_ROW_BYTES). PostgreSQL moves a value out of its row into TOAST (2 KB pieces, an index
+      // entry each) when the row is over the table's toast_tuple_target, 2 KB by default; at its
+      // largest, 8160, such a row stays whole in its page. Rows written before (1 MiB) are over
+      // it and stay in TOAST, readable as they are: nothing is rewritten.
+      await sql`alter table blob_chunks set (toast_tuple_target = 8160)`.execute(db);
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

@@ -103,7 +103,8 @@ for (const kind of KINDS) {
       const MiB = 1024 * 1024;
       // s3rver takes a range ending at byte 0 for an open one (`bytes=0-0` answers the whole
       // object), a bug of the stand-in: real S3 answers one byte. So [0, 1] there.
-      for (const [start, end] of [[0, kind === 's3' ? 1 : 0], [MiB - 1, MiB], [MiB - 3, 5 * MiB + 7], [big.length - 10, big.length - 1], [8 * MiB, 8 * MiB + 99]] as const) {
+      // Also across the postgres store's rows (8,000 bytes) and reads (131 rows).
+      for (const [start, end] of [[0, kind === 's3' ? 1 : 0], [MiB - 1, MiB], [MiB - 3, 5 * MiB + 7], [big.length - 10, big.length - 1], [8 * MiB, 8 * MiB + 99], [7_999, 8_000], [1_047_999, 1_048_000], [1_040_001, 2_096_001]] as const) {
         const part = await read(sha, { start, end });
         assert.equal(part.size, big.length, 'size is the whole blob\'s');
         assert.ok(part.bytes.equals(big.subarray(start, end + 1)), `${start}-${end}`);
@@ -290,7 +291,7 @@ for (const kind of KINDS) {
       const bytes = crypto.randomBytes(3 * 1024 * 1024);
       fs.writeFileSync(temp.path, bytes);
       const upload = (await beginUpload(database.store, blobs, temp.path))!;
-      // A row already where the upload's second chunk goes: its COPY breaks the primary key.
+      // A row already where the upload's rows go (the second, in its first chunk): that COPY breaks the primary key.
       await sql`insert into blob_chunks (upload_id, seq, data) values (${upload.id}, ${1}, ${Buffer.from('in the way')})`.execute(database.store.db);
       await assert.rejects(
         (async () => {
@@ -307,6 +308,29 @@ for (const kind of KINDS) {
         const again = crypto.randomBytes(1024 * 1024 + i);
         assert.ok((await read(await put(again))).bytes.equals(again));
       }
+    });
+
+    it('postgres: a file is stored in rows of 8,000 bytes, each whole in its table page (nothing in TOAST), whether streamed or put', { skip: kind === 'postgres' ? false : 'PostgreSQL only' }, async () => {
+      const db = database.store.db;
+      const toast = (await sql<{ name: string }>`select reltoastrelid::regclass::text as name from pg_class where relname = 'blob_chunks'`.execute(db)).rows[0]!.name;
+      const toastRows = async () => Number((await sql<{ n: string }>`select count(*) as n from ${sql.raw(toast)}`.execute(db)).rows[0]!.n);
+      const before = await toastRows();
+      const streamed = crypto.randomBytes(3 * 1024 * 1024 + 5);
+      const { upload, sha, discard } = await stream(streamed);
+      await upload.writer.end();
+      await commit(upload, sha, streamed.length);
+      await discard();
+      const putBytes = crypto.randomBytes(2 * 1024 * 1024 + 1);
+      const putSha = await put(putBytes);
+      for (const [hash, bytes] of [[sha, streamed], [putSha, putBytes]] as const) {
+        const file = (await sql<{ chunk_bytes: number; rows: string; largest: number }>`select f.chunk_bytes, count(*) as rows, max(octet_length(c.data)) as largest
+          from blob_files f join blob_chunks c on c.upload_id = f.upload_id where f.sha256 = ${hash} group by f.chunk_bytes`.execute(db)).rows[0]!;
+        assert.equal(file.chunk_bytes, 8000);
+        assert.equal(Number(file.rows), Math.ceil(bytes.length / 8000));
+        assert.equal(file.largest, 8000);
+        assert.ok((await read(hash)).bytes.equals(bytes));
+      }
+      assert.equal(await toastRows(), before, 'no row went to TOAST');
     });
 
     it('postgres: a file whose chunks go while it is read fails the read with BlobNotFound, and the pool is unharmed', { skip: kind === 'postgres' ? false : 'PostgreSQL only' }, async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { copiedBytea } from '../../src/blobs/postgres.js';
+import { copiedByteas } from '../../src/blobs/postgres.js';
 
 /** PostgreSQL's binary COPY of one bytea column, written by hand as the server sends it. */
 function copy(rows: Buffer[], extension = Buffer.alloc(0)): Buffer {
@@ -15,26 +15,30 @@ function copy(rows: Buffer[], extension = Buffer.alloc(0)): Buffer {
 }
 
 describe('the postgres blob store reads binary COPY', () => {
-  it('gives the one value, an empty one, or null when there is no row; a header extension is skipped', () => {
-    const bytes = Buffer.from([0, 1, 2, 255, 0xff, 0xff]);
-    assert.ok(copiedBytea(copy([bytes]))!.equals(bytes));
-    assert.equal(copiedBytea(copy([Buffer.alloc(0)]))!.length, 0);
-    assert.equal(copiedBytea(copy([])), null);
-    assert.ok(copiedBytea(copy([bytes], Buffer.from('ext')))!.equals(bytes));
+  it('gives the values in order, an empty one, none when there is no row; a header extension is skipped', () => {
+    const a = Buffer.from([0, 1, 2, 255, 0xff, 0xff]);
+    const b = Buffer.from('second row');
+    const read = copiedByteas(copy([a, Buffer.alloc(0), b]));
+    assert.equal(read.length, 3);
+    assert.ok(read[0]!.equals(a) && read[1]!.length === 0 && read[2]!.equals(b));
+    assert.deepEqual(copiedByteas(copy([])), []);
+    const extended = copiedByteas(copy([a], Buffer.from('ext')));
+    assert.ok(extended.length === 1 && extended[0]!.equals(a));
   });
 
-  it('refuses what is not one whole row: truncated, two rows, another signature, a null value', () => {
-    const whole = copy([Buffer.from('abcdef')]);
-    for (const cut of [0, 5, 20, whole.length - 3, whole.length - 1]) assert.throws(() => copiedBytea(whole.subarray(0, cut)), /malformed/, `cut at ${cut}`);
-    assert.throws(() => copiedBytea(copy([Buffer.from('a'), Buffer.from('b')])), /malformed/);
+  it('refuses what is not whole rows of one value: truncated, two fields, another signature, a null value, an OID', () => {
+    const whole = copy([Buffer.from('abcdef'), Buffer.from('ghi')]);
+    for (const cut of [0, 5, 20, 28, whole.length - 3, whole.length - 1]) assert.throws(() => copiedByteas(whole.subarray(0, cut)), /malformed/, `cut at ${cut}`);
+    const twoFields = Buffer.concat([whole.subarray(0, 19), Buffer.from([0, 2, 0, 0, 0, 1, 0x61, 0, 0, 0, 1, 0x62, 0xff, 0xff])]);
+    assert.throws(() => copiedByteas(twoFields), /malformed/);
     const other = Buffer.from(whole);
     other[0] = 0x51;
-    assert.throws(() => copiedBytea(other), /malformed/);
+    assert.throws(() => copiedByteas(other), /malformed/);
     const nulled = Buffer.concat([whole.subarray(0, 19), Buffer.from([0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])]);
-    assert.throws(() => copiedBytea(nulled), /malformed/);
+    assert.throws(() => copiedByteas(nulled), /malformed/);
     const oids = Buffer.from(whole);
     oids.writeUInt32BE(1 << 16, 11);
-    assert.throws(() => copiedBytea(oids), /malformed/);
-    assert.throws(() => copiedBytea(Buffer.concat([copy([]), Buffer.from([0])])), /malformed/, 'bytes after the trailer');
+    assert.throws(() => copiedByteas(oids), /malformed/);
+    assert.throws(() => copiedByteas(Buffer.concat([copy([]), Buffer.from([0])])), /malformed/, 'bytes after the trailer');
   });
 });
