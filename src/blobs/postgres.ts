@@ -11,9 +11,9 @@ import { BlobNotFound, checkHash, UploadGone, type BlobStore, type BlobUpload, t
  * Bytes per row of `blob_chunks` for the files written now (`blob_files.chunk_bytes`): a row this
  * size is stored in its table's page as it is (migration 0014 sets the table's
  * `toast_tuple_target` to 8160), not cut into about 525 TOAST rows of 2 KB with an index entry
- * each, as a 1 MiB row was. PostgreSQL then does about a quarter of the work per byte written
- * (bench/README.md, "Stored files"). Files written before keep their 1 MiB rows and are read as
- * they are.
+ * each, as a 1 MiB row was. PostgreSQL then takes about half the CPU for an upload (a quarter
+ * for a bare `COPY` of the same bytes; bench/README.md, "Stored files"). Files written before
+ * keep their 1 MiB rows and are read as they are.
  */
 export const PG_ROW_BYTES = 8000;
 /** Rows written by one `COPY` in one short transaction, and read by one `COPY`. */
@@ -28,16 +28,17 @@ export const PG_PIECE_BYTES = PG_ROW_BYTES * ROWS_PER_PIECE;
  * content hash to the upload id whose rows are its bytes (migrations 0010, 0013 and 0014).
  *
  * An upload streams its chunks (131 rows, about 1 MiB) while the request body arrives, each in a
- * short transaction of its own (no transaction lasts as long as the client takes), under the upload's journal row in
- * `blob_uploads`: a chunk is written only while that row exists (it is read `for share`), so that
- * once the sweep has removed an abandoned upload's row and chunks, nothing can add to them. The
- * chunks are written with `synchronous_commit = off`: the commit of the `blob_files` row that
+ * short transaction of its own (no transaction lasts as long as the client takes), under the
+ * upload's journal row in `blob_uploads`: a chunk is written only while that row exists (it is
+ * read `for share`), so that once the sweep has removed an abandoned upload's row and chunks,
+ * nothing can add to them. The chunks are written with `synchronous_commit = off`: the commit of the `blob_files` row that
  * makes them visible is synchronous, and WAL is flushed in order, so a file whose row survived a
  * crash has all its chunks. Nothing is visible under a hash before that one row.
  *
  * Reads fetch about 1 MiB of rows at a time, as the reader asks for more, by a binary `COPY … TO
- * STDOUT` on a client of the pool behind `db`: a `select` would bring the bytes as hex text for the driver
- * to decode (about 3 times the time and 5 times this process's CPU of the copy, bench/README.md).
+ * STDOUT` on a client of the pool behind `db`: a `select` would bring the bytes as hex text for
+ * the driver to decode (about 3 times the time and 5 times this process's CPU of the copy,
+ * bench/README.md).
  */
 export class PostgresBlobStore implements BlobStore {
   readonly kind = 'postgres';
