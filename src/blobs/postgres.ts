@@ -31,9 +31,10 @@ export const PG_PIECE_BYTES = PG_ROW_BYTES * ROWS_PER_PIECE;
  * short transaction of its own (no transaction lasts as long as the client takes), under the
  * upload's journal row in `blob_uploads`: a chunk is written only while that row exists (it is
  * read `for share`), so that once the sweep has removed an abandoned upload's row and chunks,
- * nothing can add to them. The chunks are written with `synchronous_commit = off`: the commit of the `blob_files` row that
- * makes them visible is synchronous, and WAL is flushed in order, so a file whose row survived a
- * crash has all its chunks. Nothing is visible under a hash before that one row.
+ * nothing can add to them. The chunks are written with `synchronous_commit = off`: the commit of
+ * the `blob_files` row that makes them visible is synchronous, and WAL is flushed in order, so a
+ * file whose row survived a crash has all its chunks. Nothing is visible under a hash before that
+ * one row.
  *
  * Reads fetch about 1 MiB of rows at a time, as the reader asks for more, by a binary `COPY … TO
  * STDOUT` on a client of the pool behind `db`: a `select` would bring the bytes as hex text for
