@@ -79,10 +79,7 @@ export class PostgresBlobStore implements BlobStore {
     try {
       await this.db.transaction().execute(async (trx) => {
         // A concurrent put of the same bytes waits here for the other to commit, then does nothing.
-        const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
-          values (${sha256}, ${size}, ${PG_ROW_BYTES}, ${uploadId}, ${new Date().toISOString()})
-          on conflict (sha256) do nothing returning sha256`.execute(trx);
-        if (inserted.rows.length === 0) return;
+        if (!(await insertFileRow(trx, sha256, size, uploadId))) return;
         // One buffer for every piece: the driver has copied a piece into its message by the time
         // its insert answers, so the next piece may be read into the same memory. PostgreSQL cuts
         // each piece into its rows.
@@ -91,6 +88,7 @@ export class PostgresBlobStore implements BlobStore {
           const length = Math.min(PG_PIECE_BYTES, size - written);
           const { bytesRead } = await handle.read(buffer, 0, length, written);
           if (bytesRead !== length) throw new Error('the staged file is shorter than its recorded size');
+          // The rows as `copyRows` cuts a streamed chunk (Kysely has no COPY for this transaction).
           await sql`insert into blob_chunks (upload_id, seq, data)
             select ${uploadId}::text, ${piece * ROWS_PER_PIECE}::integer + i, substring(${buffer.subarray(0, length)}::bytea from i * ${PG_ROW_BYTES}::integer + 1 for ${PG_ROW_BYTES}::integer)
             from generate_series(0, ${Math.ceil(length / PG_ROW_BYTES) - 1}::integer) as i`.execute(trx);
@@ -178,6 +176,17 @@ export class PostgresBlobStore implements BlobStore {
   async close(): Promise<void> {}
 }
 
+/**
+ * The `blob_files` row that makes the rows of `uploadId` the bytes of `sha256` (of `PG_ROW_BYTES`
+ * each); false, and nothing written, when the hash has a row already.
+ */
+async function insertFileRow(db: Kysely<any>, sha256: string, size: number, uploadId: string): Promise<boolean> {
+  const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
+    values (${sha256}, ${size}, ${PG_ROW_BYTES}, ${uploadId}, ${new Date().toISOString()})
+    on conflict (sha256) do nothing returning sha256`.execute(db);
+  return inserted.rows.length === 1;
+}
+
 /** The 11 bytes that open PostgreSQL's binary `COPY` format. */
 const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 /** The field count of -1 that ends a binary `COPY`. */
@@ -218,8 +227,9 @@ async function readRows(pool: pg.Pool, uploadId: string, from: number, to: numbe
  */
 export function copiedByteas(copy: Buffer): Buffer[] {
   const malformed = () => new Error('malformed binary COPY from PostgreSQL');
-  // Flags: bits 0–15 are incompatible changes (none defined), bit 16 an OID in each row (not asked for).
-  if (copy.length < 21 || !copy.subarray(0, 11).equals(COPY_SIGNATURE) || copy.readUInt32BE(11) & 0x1ffff) throw malformed();
+  // Flags: bits 16–31 are critical (bit 16: an OID in each row, not asked for; the others not
+  // defined) and refused; bits 0–15 are compatible changes, ignored as PostgreSQL's docs say.
+  if (copy.length < 21 || !copy.subarray(0, 11).equals(COPY_SIGNATURE) || (copy.readUInt32BE(11) & 0xffff0000) !== 0) throw malformed();
   let at = 19 + copy.readUInt32BE(15);
   const values: Buffer[] = [];
   for (;;) {
@@ -409,11 +419,8 @@ class PostgresUpload implements BlobUpload {
     // Every chunk but the last is whole (131 rows), so the rows are the size's.
     if (Number(rows) !== Math.ceil(size / PG_ROW_BYTES) || Number(bytes) !== size) throw new Error(`the stored rows of upload ${this.id} are not the ${size} bytes received`);
     // The hash's lock is held (withCommittedBlobs): no other commit of these bytes runs meanwhile.
-    const inserted = await sql<{ sha256: string }>`insert into blob_files (sha256, size, chunk_bytes, upload_id, created_at)
-      values (${sha256}, ${size}, ${PG_ROW_BYTES}, ${this.id}, ${new Date().toISOString()})
-      on conflict (sha256) do nothing returning sha256`.execute(db);
     // Stored already: this upload's copy goes (the content is kept once).
-    if (inserted.rows.length === 0) await sql`delete from blob_chunks where upload_id = ${this.id}`.execute(db);
+    if (!(await insertFileRow(db, sha256, size, this.id))) await sql`delete from blob_chunks where upload_id = ${this.id}`.execute(db);
   }
 
   async abort(): Promise<void> {

@@ -155,9 +155,10 @@ function withStatementCache(database: SQLite.Database, size = 500): SqliteDataba
 
 function createPostgresStore(connectionString: string, max: number): Store {
   // TCP keep-alive on every connection: a database host that vanishes without closing (a network
-  // partition, a machine powered off) is noticed by the kernel's probes after 10 s of silence, and
-  // the query waiting on it fails instead of waiting for ever (the probes' interval and count are
-  // the system's: `net.ipv4.tcp_keepalive_intvl` and `_probes`).
+  // partition, a machine powered off) while a query waits for its answer is noticed after about
+  // 20 s (10 s of silence, then libuv's 10 probes 1 s apart), and the query fails instead of
+  // waiting for ever. (While bytes sent are still unacknowledged, the kernel's retransmission
+  // limit decides instead: about 15 minutes by default.)
   const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

@@ -24,9 +24,13 @@ describe('the postgres blob store reads binary COPY', () => {
     assert.deepEqual(copiedByteas(copy([])), []);
     const extended = copiedByteas(copy([a], Buffer.from('ext')));
     assert.ok(extended.length === 1 && extended[0]!.equals(a));
+    // Bits 0–15 of the flags are compatible changes: ignored.
+    const flagged = copy([a]);
+    flagged.writeUInt32BE(0x8001, 11);
+    assert.ok(copiedByteas(flagged)[0]!.equals(a));
   });
 
-  it('refuses what is not whole rows of one value: truncated, two fields, another signature, a null value, an OID', () => {
+  it('refuses what is not whole rows of one value: truncated, two fields, another signature, a null value, a critical flag (OIDs)', () => {
     const whole = copy([Buffer.from('abcdef'), Buffer.from('ghi')]);
     for (const cut of [0, 5, 20, 28, whole.length - 3, whole.length - 1]) assert.throws(() => copiedByteas(whole.subarray(0, cut)), /malformed/, `cut at ${cut}`);
     const twoFields = Buffer.concat([whole.subarray(0, 19), Buffer.from([0, 2, 0, 0, 0, 1, 0x61, 0, 0, 0, 1, 0x62, 0xff, 0xff])]);
@@ -36,9 +40,11 @@ describe('the postgres blob store reads binary COPY', () => {
     assert.throws(() => copiedByteas(other), /malformed/);
     const nulled = Buffer.concat([whole.subarray(0, 19), Buffer.from([0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])]);
     assert.throws(() => copiedByteas(nulled), /malformed/);
-    const oids = Buffer.from(whole);
-    oids.writeUInt32BE(1 << 16, 11);
-    assert.throws(() => copiedByteas(oids), /malformed/);
+    for (const bit of [16, 17, 31]) {
+      const critical = Buffer.from(whole);
+      critical.writeUInt32BE((1 << bit) >>> 0, 11);
+      assert.throws(() => copiedByteas(critical), /malformed/, `flag bit ${bit} (16: OIDs)`);
+    }
     assert.throws(() => copiedByteas(Buffer.concat([copy([]), Buffer.from([0])])), /malformed/, 'bytes after the trailer');
   });
 });
