@@ -74,6 +74,11 @@ export class FairQueue {
     }
   }
 
+  /** Tasks waiting (not running): of `key`, or of every key. */
+  waitingCount(key?: string): number {
+    return key === undefined ? this.count : (this.waiting.get(key)?.length ?? 0);
+  }
+
   /** Refuses every waiting task with `error` (the one running finishes). */
   clear(error: Error): void {
     for (const items of this.waiting.values()) for (const item of items) item.reject(error);

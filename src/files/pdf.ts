@@ -73,6 +73,11 @@ export class PdfAnalyzer {
     return this.enqueue<DocxInfo>(path, 'docx', workspaceId);
   }
 
+  /** Files waiting for their turn (not the one being read): of `workspaceId`, or of all workspaces. */
+  waitingCount(workspaceId?: string): number {
+    return this.queue.waitingCount(workspaceId);
+  }
+
   private enqueue<T>(path: string, kind: PdfRequest['kind'], workspaceId: string): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the PDF reader is shutting down'));
     return this.queue.run(workspaceId, () => this.read<T>(path, kind));

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TEST_SOFFICE, bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { pdfHelperPids } from '../helpers/processes.js';
+import { waitFor } from '../helpers/net.js';
 import { corpusFiles, filesUnder, largePdf, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
 
 const DOCS = '/api/v1/documents';
@@ -249,14 +250,15 @@ describe('documents', () => {
       try {
         // One being read (the helper is frozen), 16 waiting: A's share.
         const mine = Array.from({ length: 17 }, (_, i) => send(headers, `A${i + 1}`, long));
-        // Each upload is received, staged and streamed into the store before it queues: time enough on a loaded machine.
-        await new Promise((r) => setTimeout(r, 3000));
+        // Each upload is received, staged and streamed into the store before it queues: wait
+        // until all have queued, however loaded the machine.
+        await waitFor(async () => ctx.pdf.waitingCount() === 16, 60_000, 20); // A's 16
         const refused = await upload([file(long, 'A18.pdf')]);
         assert.equal(refused.statusCode, 503, refused.body);
         assert.equal(refused.json().code, 'unavailable');
         assert.equal(refused.headers['retry-after'], '10');
         const theirs = send(other, 'B1', small);
-        await new Promise((r) => setTimeout(r, 1000));
+        await waitFor(async () => ctx.pdf.waitingCount() === 17, 60_000, 20); // and B's
         process.kill(helper, 'SIGCONT');
         const results = await Promise.all([...mine, theirs]);
         assert.deepEqual(new Set(results.map((r) => r.statusCode)), new Set([201]));

@@ -150,6 +150,8 @@ export interface TestContext {
   openMultipartUploads(): string[];
   /** Where this context's blobs live (`blobs/`, `tmp/`). */
   dataDir: string;
+  /** The app's PDF reader (its queue of files waiting to be read). */
+  pdf: PdfAnalyzer;
   store: Store;
   database: TestDatabase;
   limiter: RateLimiter;
@@ -248,6 +250,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     limiter,
     blobs,
     staging,
+    pdf,
     blobEnv: testBlobs?.env ?? { BLOB_STORE: blobs.kind },
     openMultipartUploads: () => testBlobs?.openMultipartUploads() ?? [],
     async storedBlobs() {

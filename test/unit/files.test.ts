@@ -157,6 +157,8 @@ describe('fair queue', () => {
       return queue.run(key, t.task);
     };
     const all = [add('A', 'A1'), add('A', 'A2'), add('A', 'A3'), add('B', 'B1'), add('C', 'C1'), add('B', 'B2')];
+    // A1 runs; the others wait.
+    assert.deepEqual([queue.waitingCount(), queue.waitingCount('A'), queue.waitingCount('B'), queue.waitingCount('D')], [5, 2, 2, 0]);
     // A1 started alone; A2 was queued before B1, but A was served last.
     for (const name of ['A1', 'B1', 'C1', 'A2', 'B2', 'A3']) {
       await new Promise((r) => setImmediate(r));
@@ -164,6 +166,7 @@ describe('fair queue', () => {
     }
     await Promise.all(all);
     assert.deepEqual(log, ['A1', 'B1', 'C1', 'A2', 'B2', 'A3']);
+    assert.equal(queue.waitingCount(), 0);
   });
 
   it('refuses past the per-key and total bounds, at once', async () => {
