@@ -1,6 +1,9 @@
 import crypto from 'node:crypto';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type {} from '@fastify/multipart';
+import { sha256Counter } from '../blobs/sha256.js';
 import { AppError } from '../domain/errors.js';
 import type { Store } from '../store/db.js';
 import { claimKey, finishKey, releaseKey, sweepKeys } from '../store/idempotency.js';
@@ -194,10 +197,10 @@ async function uploadFingerprint(request: FastifyRequest, maxBytes: number, firs
     const parts = request.parts({ limits: { files: 1, fileSize: maxBytes, parts: 4, fields: 2, fieldSize: 4096 } });
     for await (const part of parts) {
       if (part.type === 'file') {
-        const hash = crypto.createHash('sha256');
-        for await (const chunk of part.file) hash.update(chunk as Buffer);
+        const counter = sha256Counter();
+        await pipeline(part.file, counter.stream, new Writable({ write: (_chunk, _encoding, callback) => callback() }));
         if (part.fieldname !== 'file' || part.file.truncated) return null;
-        fileSha = hash.digest('hex');
+        fileSha = await counter.digest();
         filename = part.filename;
       } else if (part.fieldname === 'title' && typeof part.value === 'string') {
         title = part.value.trim();

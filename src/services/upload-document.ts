@@ -1,7 +1,7 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { Transform, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
+import { sha256Counter } from '../blobs/sha256.js';
 import type { Staging, TempBlob } from '../blobs/staging.js';
 import type { BlobUpload } from '../blobs/store.js';
 import { isoNow } from '../domain/clock.js';
@@ -22,31 +22,17 @@ export interface ReceivedUpload {
   sizeBytes: number;
 }
 
-/** A stream that hashes (SHA-256) and counts what passes through it. */
-export function hashingCounter() {
-  const hash = crypto.createHash('sha256');
-  let bytes = 0;
-  const stream = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      callback(null, chunk);
-    },
-  });
-  return { stream, digest: () => hash.digest('hex'), bytes: () => bytes };
-}
-
 /** Hashes `file` into a new staged file (a LibreOffice rendition, made outside the staging area). */
 async function copyIntoTemp(staging: Staging, file: string): Promise<{ temp: TempBlob; sha256: string; size: number }> {
   const temp = await staging.createTemp();
-  const counter = hashingCounter();
+  const counter = sha256Counter();
   try {
     await pipeline(fs.createReadStream(file), counter.stream, temp.stream());
+    return { temp, sha256: await counter.digest(), size: counter.bytes() };
   } catch (error) {
     await temp.discard();
     throw error;
   }
-  return { temp, sha256: counter.digest(), size: counter.bytes() };
 }
 
 /**

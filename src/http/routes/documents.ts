@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import type { Static } from 'typebox';
 import type { TempBlob } from '../../blobs/staging.js';
+import { sha256Counter } from '../../blobs/sha256.js';
 import { BlobNotFound, UploadGone, type ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { MIME, UnsupportedFileType } from '../../files/analyze.js';
@@ -10,7 +11,7 @@ import { UnreadableDocument } from '../../files/errors.js';
 import { QueueFull } from '../../files/fair-queue.js';
 import { deleteDocument } from '../../services/delete-document.js';
 import { updateDocument } from '../../services/update-document.js';
-import { hashingCounter, uploadDocument, type ReceivedUpload } from '../../services/upload-document.js';
+import { uploadDocument, type ReceivedUpload } from '../../services/upload-document.js';
 import { getDocumentRow, getSignedDocumentRow, listDocuments, toDocument, type DocumentView } from '../../store/documents.js';
 import type { DocumentRow } from '../../store/schema.js';
 import { listFields } from '../../store/fields.js';
@@ -51,10 +52,10 @@ async function receive(request: FastifyRequest, temp: TempBlob, maxBytes: number
         part.file.resume();
         throw invalid(part.fieldname, 'unexpected file part; send the document as the part named "file"');
       }
-      const counter = hashingCounter();
+      const counter = sha256Counter();
       await pipeline(part.file, counter.stream, temp.stream());
       if (part.file.truncated) throw fileTooLarge(maxBytes);
-      received = { filename: cleanFilename(part.filename), sha256: counter.digest(), sizeBytes: counter.bytes() };
+      received = { filename: cleanFilename(part.filename), sha256: await counter.digest(), sizeBytes: counter.bytes() };
     } else if (part.fieldname === 'title') {
       if (typeof part.value !== 'string') throw invalid('title', 'must be text');
       title = part.value;
