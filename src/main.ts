@@ -8,6 +8,7 @@ import { allGrantSpellings, normalizeGrant, type Permission } from './domain/gra
 import type { RateLimiter } from './limits/limiter.js';
 import { MemoryRateLimiter } from './limits/memory.js';
 import { createBlobStore } from './blobs/factory.js';
+import { startHashThread } from './blobs/sha256.js';
 import { Staging } from './blobs/staging.js';
 import type { BlobStore } from './blobs/store.js';
 import { findSoffice, LibreOfficeConverter } from './files/libreoffice.js';
@@ -108,6 +109,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
   const { buildApp } = await import('./app.js');
   const blobs = await openBlobStore(config, store);
   const staging = new Staging(path.join(config.dataDir, 'tmp'));
+  startHashThread();
   const { DownloadSigner } = await import('./blobs/download-url.js');
   const { serverSecret } = await import('./store/secrets.js');
   const downloadSigner = new DownloadSigner(await serverSecret(store.db, 'download_url'));

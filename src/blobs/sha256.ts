@@ -8,12 +8,12 @@ import { Worker } from 'node:worker_threads';
  * largest share of what an upload to the disk store cost more than the bare route; copying it
  * takes 10–15 (bench/README.md, "Stored files").
  *
- * One thread per process, started by the first file larger than a slot; it keeps the process
- * alive only while a stream is open in it, and holds one hash per stream. A stream copies what
- * passes into `SLOTS` slots of `SLOT_BYTES` of memory shared with the thread, hands each full
- * slot over and waits (backpressure) when all are away until the thread hands one back: a
- * stream holds `SLOTS × SLOT_BYTES` (1 MiB) whatever the file's size. A file that fits in one
- * slot is hashed here, in one call.
+ * One thread per process (started by `formsign serve`, else by the first file larger than a
+ * slot; about 10 MB of memory); it keeps the process alive only while a stream is open in it, and
+ * holds one hash per stream. A stream copies what passes into `SLOTS` slots of `SLOT_BYTES` of
+ * memory shared with the thread, hands each full slot over and waits (backpressure) when all are
+ * away until the thread hands one back: a stream holds `SLOTS × SLOT_BYTES` (1 MiB) whatever the
+ * file's size. A file that fits in one slot is hashed here, in one call.
  */
 const SLOT_BYTES = 256 * 1024;
 const SLOTS = 4;
@@ -92,7 +92,7 @@ class HashThread {
     await this.worker?.terminate();
   }
 
-  private thread(): Worker {
+  thread(): Worker {
     if (this.worker) return this.worker;
     // No flags of this process (a loader, `--input-type`): the code is a plain CommonJS script.
     const worker = new Worker(THREAD_CODE, { eval: true, name: 'formsign sha256', execArgv: [] });
@@ -121,6 +121,16 @@ class HashThread {
 }
 
 let shared: HashThread | null = null;
+
+/**
+ * Starts the hashing thread now rather than at the first large file (`formsign serve`): it is part
+ * of the process, about 10 MB of memory (its own V8 heap and Node's start-up) that does not grow
+ * with the files, and the first upload does not wait for it to start.
+ */
+export function startHashThread(): void {
+  shared ??= new HashThread();
+  shared.thread();
+}
 
 /** How many streams are open in the hashing thread: 0 once every stream has its digest or was destroyed. */
 export function hashThreadStreams(): number {
