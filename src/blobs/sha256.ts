@@ -13,7 +13,8 @@ import { Worker } from 'node:worker_threads';
  * holds one hash per stream. A stream copies what passes into `SLOTS` slots of `SLOT_BYTES` of
  * memory shared with the thread, hands each full slot over and waits (backpressure) when all are
  * away until the thread hands one back: a stream holds `SLOTS × SLOT_BYTES` (1 MiB) whatever the
- * file's size. A file that fits in one slot is hashed here, in one call.
+ * file's size. A file of one slot or less is hashed here, from the chunks it held: it allocates
+ * no slots and sends nothing.
  */
 const SLOT_BYTES = 256 * 1024;
 const SLOTS = 4;
@@ -152,6 +153,8 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
   let bytes = 0;
   let id = 0; // open in the thread once non-zero
   let failed: Error | null = null;
+  const held: Buffer[] = []; // the first chunks, until they are more than a slot
+  let heldBytes = 0;
   let memory: Buffer | null = null; // SLOTS slots of SLOT_BYTES, shared with the thread
   let free: number[] = [];
   let slot = -1; // the slot being filled
@@ -204,8 +207,17 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
       if (!memory) {
+        // Up to a slot's worth is only held (a small file never allocates slots nor meets the thread).
+        if (heldBytes + chunk.length <= SLOT_BYTES) {
+          held.push(chunk);
+          heldBytes += chunk.length;
+          return callback(null, chunk);
+        }
         memory = Buffer.from(new SharedArrayBuffer(SLOTS * SLOT_BYTES));
-        free = Array.from({ length: SLOTS }, (_, i) => SLOTS - 1 - i);
+        free = Array.from({ length: SLOTS - 1 }, (_, i) => SLOTS - 1 - i);
+        slot = 0;
+        for (const piece of held) filled += piece.copy(memory, filled);
+        held.length = 0;
       }
       let at = 0;
       // Copies the chunk into free slots, waiting for the thread to hand one back when none is.
@@ -234,8 +246,11 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
       if (failed) return callback(failed);
       ended = true;
       if (id === 0) {
-        // Never handed over (one slot or less): hashed here, in one call.
-        finish(null, crypto.createHash('sha256').update(slot < 0 ? Buffer.alloc(0) : memory!.subarray(slot * SLOT_BYTES, slot * SLOT_BYTES + filled)).digest('hex'));
+        // A slot's worth or less, held: hashed here.
+        const hash = crypto.createHash('sha256');
+        for (const piece of held) hash.update(piece);
+        held.length = 0;
+        finish(null, hash.digest('hex'));
       } else {
         send();
         shared!.digest(id);

@@ -62,6 +62,19 @@ describe('sha256Counter: SHA-256 in the hashing thread', () => {
     assert.equal(hashThreadStreams(), 0);
   });
 
+  it('hashes a file of a slot or less on the event loop, without the thread', async () => {
+    const counter = sha256Counter();
+    const data = crypto.randomBytes(SLOT);
+    counter.stream.resume();
+    counter.stream.write(data.subarray(0, 1000));
+    counter.stream.write(data.subarray(1000));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(hashThreadStreams(), 0, 'not opened in the thread');
+    counter.stream.end();
+    assert.equal(await counter.digest(), sha256(data));
+    assert.equal(hashThreadStreams(), 0);
+  });
+
   it('drops the hash of a stream destroyed before its end; its digest rejects', async () => {
     const counter = sha256Counter();
     const data = crypto.randomBytes(3 * SLOT);
