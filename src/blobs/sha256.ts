@@ -5,54 +5,64 @@ import { Worker } from 'node:worker_threads';
 /**
  * SHA-256 of the files streaming through the service, computed in a worker thread, so that the
  * event loop only copies the bytes: hashing a 50 MB upload took the main thread 50–60 ms, the
- * largest share of what an upload to the disk store cost more than the bare route; copying it
- * takes 10–15 (bench/README.md, "Stored files").
+ * largest share of what an upload to the disk store cost more than the bare route; copying the
+ * bytes to the thread and its messages take about 25, the copy 9–15 of it (bench/README.md,
+ * "Stored files").
  *
  * One thread per process (started by `formsign serve`, else by the first file larger than a
  * slot; about 10 MB of memory); it keeps the process alive only while a stream is open in it, and
- * holds one hash per stream. A stream copies what passes into `SLOTS` slots of `SLOT_BYTES` of
- * memory shared with the thread, hands each full slot over and waits (backpressure) when all are
- * away until the thread hands one back: a stream holds `SLOTS × SLOT_BYTES` (1 MiB) whatever the
- * file's size. A file of one slot or less is hashed here, from the chunks it held: it allocates
- * no slots and sends nothing.
+ * holds one hash per stream. A stream copies what passes into at most `SLOTS` slots of
+ * `SLOT_BYTES`, hands each full slot over (transferred, not copied) and waits (backpressure)
+ * when all are away until the thread hands one back: a stream holds `SLOTS × SLOT_BYTES` (1 MiB),
+ * plus the chunk it is copying, whatever the file's size. A file of one slot or less is hashed
+ * here, from the chunks it held: it allocates no slots and sends nothing.
  */
 const SLOT_BYTES = 256 * 1024;
 const SLOTS = 4;
 
 /**
- * The thread's code: plain JavaScript, so that it loads the same under tsx and compiled. A stream
- * opens with its shared memory; each update names a slot the stream has filled and will not touch
- * until the thread acknowledges it. A message for a stream it does not hold (dropped) is ignored.
+ * The thread's code: plain JavaScript, so that it loads the same under tsx and compiled. Every
+ * batch goes back to the process with its acknowledgement, even one of a stream it no longer
+ * holds (dropped), so that the thread keeps no memory of a stream once it is done: an
+ * `ArrayBuffer` handed to it would otherwise wait for its own garbage collection, which an
+ * almost idle heap rarely runs (a review found 100 MB held after 100 uploads with shared slots).
  */
 const THREAD_CODE = `
 const { parentPort } = require('node:worker_threads');
 const crypto = require('node:crypto');
-const streams = new Map();
+const hashes = new Map();
 parentPort.on('message', (m) => {
   if (m.type === 'open') {
-    streams.set(m.id, { memory: m.memory, hash: crypto.createHash('sha256') });
+    hashes.set(m.id, crypto.createHash('sha256'));
   } else if (m.type === 'update') {
-    const stream = streams.get(m.id);
-    if (!stream) return;
-    stream.hash.update(new Uint8Array(stream.memory, m.slot * ${SLOT_BYTES}, m.length));
-    parentPort.postMessage({ type: 'ack', id: m.id, slot: m.slot });
+    const hash = hashes.get(m.id);
+    if (hash) hash.update(new Uint8Array(m.buffer, 0, m.length));
+    parentPort.postMessage({ type: 'ack', id: m.id, buffer: m.buffer }, [m.buffer]);
   } else if (m.type === 'digest') {
-    const stream = streams.get(m.id);
-    if (!stream) return;
-    streams.delete(m.id);
-    parentPort.postMessage({ type: 'digest', id: m.id, hex: stream.hash.digest('hex') });
+    const hash = hashes.get(m.id);
+    if (!hash) return;
+    hashes.delete(m.id);
+    parentPort.postMessage({ type: 'digest', id: m.id, hex: hash.digest('hex') });
   } else if (m.type === 'drop') {
-    streams.delete(m.id);
+    hashes.delete(m.id);
+  } else if (m.type === 'count') {
+    parentPort.postMessage({ type: 'count', id: 0, count: hashes.size });
   }
 });
 `;
 
-type FromThread = { type: 'ack'; id: number; slot: number } | { type: 'digest'; id: number; hex: string };
+type FromThread =
+  | { type: 'ack'; id: number; buffer: ArrayBuffer }
+  | { type: 'digest'; id: number; hex: string }
+  | { type: 'count'; id: 0; count: number };
+
+/** The hashing thread failed, stopped or could not start: a fault of this process, not of the file. */
+export class HashThreadFailed extends Error {}
 
 interface Listener {
-  ack(slot: number): void;
+  ack(buffer: ArrayBuffer): void;
   digest(hex: string): void;
-  fail(error: Error): void;
+  fail(error: HashThreadFailed): void;
 }
 
 /** The process's hashing thread and the streams it is hashing. */
@@ -60,32 +70,44 @@ class HashThread {
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly listeners = new Map<number, Listener>();
+  private readonly counts: Array<(count: number) => void> = [];
 
   /** A new stream's id; `listener` hears its acknowledgements, its digest, or the thread's end. */
-  open(listener: Listener, memory: SharedArrayBuffer): number {
+  open(listener: Listener): number {
+    const worker = this.thread(); // first: it may throw (no thread could start)
     const id = this.nextId++;
     this.listeners.set(id, listener);
-    this.worker?.ref();
-    this.thread().postMessage({ type: 'open', id, memory });
+    worker.ref();
+    worker.postMessage({ type: 'open', id });
     return id;
   }
 
   close(id: number, drop: boolean): void {
     if (this.listeners.delete(id) && drop) this.worker?.postMessage({ type: 'drop', id });
-    if (this.listeners.size === 0) this.worker?.unref();
+    if (this.listeners.size === 0 && this.counts.length === 0) this.worker?.unref();
   }
 
-  update(id: number, slot: number, length: number): void {
-    this.thread().postMessage({ type: 'update', id, slot, length });
+  update(id: number, buffer: ArrayBuffer, length: number): void {
+    this.thread().postMessage({ type: 'update', id, buffer, length }, [buffer]);
   }
 
   digest(id: number): void {
     this.thread().postMessage({ type: 'digest', id });
   }
 
-  /** How many streams are open in the thread (hashing, or their digest asked for). */
+  /** How many streams are open here (hashing, or their digest asked for). */
   get streams(): number {
     return this.listeners.size;
+  }
+
+  /** How many hashes the thread itself holds. */
+  held(): Promise<number> {
+    const worker = this.thread();
+    worker.ref();
+    return new Promise((resolve) => {
+      this.counts.push(resolve);
+      worker.postMessage({ type: 'count' });
+    });
   }
 
   /** Ends the thread: the streams open in it fail. */
@@ -95,33 +117,45 @@ class HashThread {
 
   thread(): Worker {
     if (this.worker) return this.worker;
-    // No flags of this process (a loader, `--input-type`): the code is a plain CommonJS script.
-    const worker = new Worker(THREAD_CODE, { eval: true, name: 'formsign sha256', execArgv: [] });
+    let worker: Worker;
+    try {
+      // No flags of this process (a loader, `--input-type`): the code is a plain CommonJS script.
+      worker = new Worker(THREAD_CODE, { eval: true, name: 'formsign sha256', execArgv: [] });
+    } catch (error) {
+      throw new HashThreadFailed(`the hashing thread could not start: ${(error as Error).message}`);
+    }
     worker.on('message', (message: FromThread) => {
+      if (message.type === 'count') {
+        this.counts.shift()?.(message.count);
+        if (this.listeners.size === 0 && this.counts.length === 0) worker.unref();
+        return;
+      }
       const listener = this.listeners.get(message.id);
-      if (!listener) return; // a stream destroyed meanwhile
-      if (message.type === 'ack') listener.ack(message.slot);
+      if (!listener) return; // a stream destroyed meanwhile: its batch is dropped here
+      if (message.type === 'ack') listener.ack(message.buffer);
       else listener.digest(message.hex);
     });
-    const ended = (error: Error) => {
+    const ended = (error: HashThreadFailed) => {
       if (this.worker !== worker) return;
       this.worker = null;
       // Every stream it was hashing has lost its state: each fails (the next file starts a new thread).
       const listeners = [...this.listeners.values()];
       this.listeners.clear();
       for (const listener of listeners) listener.fail(error);
+      for (const answer of this.counts.splice(0)) answer(0);
     };
-    worker.on('error', (error) => ended(new Error(`the hashing thread failed: ${error.message}`)));
-    worker.on('exit', (code) => ended(new Error(`the hashing thread stopped (exit code ${code})`)));
+    worker.on('error', (error) => ended(new HashThreadFailed(`the hashing thread failed: ${error.message}`)));
+    worker.on('exit', (code) => ended(new HashThreadFailed(`the hashing thread stopped (exit code ${code})`)));
     // The thread keeps the process alive only while a stream waits on it (set after the
     // listeners: adding a 'message' listener refs the worker again).
-    if (this.listeners.size === 0) worker.unref();
+    worker.unref();
     this.worker = worker;
     return worker;
   }
 }
 
 let shared: HashThread | null = null;
+const hashThread = () => (shared ??= new HashThread());
 
 /**
  * Starts the hashing thread now rather than at the first large file (`formsign serve`): it is part
@@ -129,13 +163,17 @@ let shared: HashThread | null = null;
  * with the files, and the first upload does not wait for it to start.
  */
 export function startHashThread(): void {
-  shared ??= new HashThread();
-  shared.thread();
+  hashThread().thread();
 }
 
 /** How many streams are open in the hashing thread: 0 once every stream has its digest or was destroyed. */
 export function hashThreadStreams(): number {
   return shared?.streams ?? 0;
+}
+
+/** How many hashes the hashing thread itself holds (asked of it). */
+export function hashThreadHeld(): Promise<number> {
+  return hashThread().held();
 }
 
 /** Ends the hashing thread (as a crash would: the streams open in it fail); the next file starts another. */
@@ -146,8 +184,13 @@ export async function stopHashThread(): Promise<void> {
 /**
  * A pass-through stream that hashes (SHA-256, in the hashing thread) and counts what passes.
  * The digest is asked for when the stream ends; `digest()` answers it (and rejects if the stream
- * was destroyed before its end, or the thread failed). Destroyed before its end, the stream's hash
- * is dropped: nothing is left in the thread whatever the caller does afterwards.
+ * was destroyed before its end, or the thread failed: `HashThreadFailed`). Destroyed before its
+ * end, the stream's hash is dropped: nothing is left in the thread whatever the caller does
+ * afterwards.
+ *
+ * The chunks are passed on at once; the first ones (a slot's worth) are kept and hashed or
+ * copied later, which relies on the source not reusing a buffer it has pushed (true of sockets,
+ * `fs` read streams and busboy's file streams: each pushed chunk is its own bytes).
  */
 export function sha256Counter(): { stream: Transform; digest(): Promise<string>; bytes(): number } {
   let bytes = 0;
@@ -155,10 +198,10 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
   let failed: Error | null = null;
   const held: Buffer[] = []; // the first chunks, until they are more than a slot
   let heldBytes = 0;
-  let memory: Buffer | null = null; // SLOTS slots of SLOT_BYTES, shared with the thread
-  let free: number[] = [];
-  let slot = -1; // the slot being filled
+  let batch: Buffer | null = null; // the slot being filled
   let filled = 0;
+  let made = 0; // slots allocated, at most SLOTS: away in the thread, spare, or `batch`
+  const spare: ArrayBuffer[] = [];
   let resume: (() => void) | null = null;
   let settle: { resolve(hex: string): void; reject(error: Error): void } | null = null;
   const digest = new Promise<string>((resolve, reject) => {
@@ -181,8 +224,8 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
   };
 
   const listener: Listener = {
-    ack(done) {
-      free.push(done);
+    ack(buffer) {
+      spare.push(buffer);
       wake();
     },
     digest: (hex) => finish(null, hex),
@@ -193,50 +236,59 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
     },
   };
 
+  /** A free slot, or null while all are away. */
+  const take = (): Buffer | null => {
+    const buffer = spare.pop() ?? (made < SLOTS ? (made++, new ArrayBuffer(SLOT_BYTES)) : null);
+    return buffer ? Buffer.from(buffer) : null;
+  };
   /** Hands the slot being filled to the thread (opening this stream there at its first). */
   const send = () => {
-    if (slot < 0 || filled === 0) return;
-    shared ??= new HashThread();
-    if (id === 0) id = shared.open(listener, memory!.buffer as SharedArrayBuffer);
-    shared.update(id, slot, filled);
-    slot = -1;
+    if (!batch || filled === 0) return;
+    const thread = hashThread();
+    if (id === 0) id = thread.open(listener);
+    thread.update(id, batch.buffer as ArrayBuffer, filled);
+    batch = null;
     filled = 0;
+  };
+  /** A failure of the thread's (it could not start) as the stream's own. */
+  const fault = (error: unknown): Error => {
+    failed = error instanceof HashThreadFailed ? error : new HashThreadFailed(String((error as Error)?.message ?? error));
+    finish(failed);
+    return failed;
   };
 
   const stream = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
-      if (!memory) {
+      let at = 0;
+      if (made === 0) {
         // Up to a slot's worth is only held (a small file never allocates slots nor meets the thread).
         if (heldBytes + chunk.length <= SLOT_BYTES) {
           held.push(chunk);
           heldBytes += chunk.length;
           return callback(null, chunk);
         }
-        memory = Buffer.from(new SharedArrayBuffer(SLOTS * SLOT_BYTES));
-        free = Array.from({ length: SLOTS - 1 }, (_, i) => SLOTS - 1 - i);
-        slot = 0;
-        for (const piece of held) filled += piece.copy(memory, filled);
+        batch = take();
+        for (const piece of held) filled += piece.copy(batch!, filled);
         held.length = 0;
       }
-      let at = 0;
-      // Copies the chunk into free slots, waiting for the thread to hand one back when none is.
+      // Copies the chunk into slots, waiting for the thread to hand one back when all are away.
       const proceed = () => {
         if (failed) return callback(failed);
-        while (at < chunk.length) {
-          if (slot < 0) {
-            const next = free.pop();
-            if (next === undefined) {
+        try {
+          while (at < chunk.length) {
+            batch ??= take();
+            if (!batch) {
               resume = proceed;
               return;
             }
-            slot = next;
+            const n = chunk.copy(batch, filled, at, Math.min(chunk.length, at + SLOT_BYTES - filled));
+            filled += n;
+            at += n;
+            if (filled === SLOT_BYTES) send();
           }
-          const n = Math.min(chunk.length - at, SLOT_BYTES - filled);
-          chunk.copy(memory!, slot * SLOT_BYTES + filled, at, at + n);
-          filled += n;
-          at += n;
-          if (filled === SLOT_BYTES) send();
+        } catch (error) {
+          return callback(fault(error));
         }
         callback(null, chunk);
       };
@@ -244,17 +296,21 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
     },
     flush(callback) {
       if (failed) return callback(failed);
-      ended = true;
-      if (id === 0) {
+      if (id === 0 && made === 0) {
         // A slot's worth or less, held: hashed here.
         const hash = crypto.createHash('sha256');
         for (const piece of held) hash.update(piece);
         held.length = 0;
         finish(null, hash.digest('hex'));
       } else {
-        send();
-        shared!.digest(id);
+        try {
+          send();
+          hashThread().digest(id);
+        } catch (error) {
+          return callback(fault(error));
+        }
       }
+      ended = true;
       callback();
     },
     destroy(error, callback) {

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type {} from '@fastify/multipart';
-import { sha256Counter } from '../blobs/sha256.js';
+import { HashThreadFailed, sha256Counter } from '../blobs/sha256.js';
 import { AppError } from '../domain/errors.js';
 import type { Store } from '../store/db.js';
 import { claimKey, finishKey, releaseKey, sweepKeys } from '../store/idempotency.js';
@@ -206,7 +206,10 @@ async function uploadFingerprint(request: FastifyRequest, maxBytes: number, firs
         title = part.value.trim();
       }
     }
-  } catch {
+  } catch (error) {
+    // The body could not be read as the upload it claims to be: not the same request. A failure of
+    // this process's own (its hashing thread) is not the client's: it answers 500.
+    if (error instanceof HashThreadFailed) throw error;
     return null;
   }
   if (fileSha === null || firstAnswer === null) return null;

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { hashThreadStreams, stopHashThread } from '../../src/blobs/sha256.js';
 import { TEST_SOFFICE, bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { pdfHelperPids } from '../helpers/processes.js';
 import { waitFor } from '../helpers/net.js';
@@ -348,6 +350,31 @@ describe('documents', () => {
     } finally {
       await small.close();
     }
+  });
+
+  it('a hashing thread that dies during an upload answers 500 and keeps nothing; the next upload is taken', async () => {
+    const pdf = await largePdf(3 * 1024 * 1024);
+    const body = multipart([file(pdf)]);
+    const rowsBefore = await rowCount();
+    const blobsBefore = await ctx.storedBlobs();
+    // The body's first MiB, then (once the thread hashes this upload) the thread ends, then the rest.
+    const payload = Readable.from(
+      (async function* () {
+        yield body.payload.subarray(0, 1024 * 1024);
+        await waitFor(async () => hashThreadStreams() > 0, 10_000, 5);
+        await stopHashThread();
+        yield body.payload.subarray(1024 * 1024);
+      })(),
+    );
+    const res = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers }, payload });
+    assert.equal(res.statusCode, 500, res.body);
+    assert.equal(res.json().code, 'internal_error');
+    assert.equal(await rowCount(), rowsBefore, 'no document row');
+    assert.deepEqual(await ctx.storedBlobs(), blobsBefore, 'nothing in the store, no upload, no journal row');
+    assert.deepEqual(filesUnder(path.join(ctx.dataDir, 'tmp')), [], 'no staged file');
+    const again = await upload([file(pdf)]);
+    assert.equal(again.statusCode, 201, again.body);
+    assert.equal(again.json().data.sha256, crypto.createHash('sha256').update(pdf).digest('hex'));
   });
 
   it('lists newest first with status filter and pagination; updates title and status forward only', async () => {
