@@ -70,7 +70,7 @@ class HashThread {
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly listeners = new Map<number, Listener>();
-  private readonly counts: Array<(count: number) => void> = [];
+  private readonly counts: Array<{ resolve(count: number): void; reject(error: Error): void }> = [];
 
   /** A new stream's id; `listener` hears its acknowledgements, its digest, or the thread's end. */
   open(listener: Listener): number {
@@ -100,18 +100,20 @@ class HashThread {
     return this.listeners.size;
   }
 
-  /** How many hashes the thread itself holds. */
+  /** How many hashes the thread itself holds (none without a thread); rejects if the thread dies first. */
   held(): Promise<number> {
-    const worker = this.thread();
+    const worker = this.worker;
+    if (!worker) return Promise.resolve(0);
     worker.ref();
-    return new Promise((resolve) => {
-      this.counts.push(resolve);
+    return new Promise((resolve, reject) => {
+      this.counts.push({ resolve, reject });
       worker.postMessage({ type: 'count' });
     });
   }
 
   /** Ends the thread: the streams open in it fail. */
   async stop(): Promise<void> {
+    this.worker?.ref(); // an idle thread is unref'd: the process must wait for its end
     await this.worker?.terminate();
   }
 
@@ -126,7 +128,7 @@ class HashThread {
     }
     worker.on('message', (message: FromThread) => {
       if (message.type === 'count') {
-        this.counts.shift()?.(message.count);
+        this.counts.shift()?.resolve(message.count);
         if (this.listeners.size === 0 && this.counts.length === 0) worker.unref();
         return;
       }
@@ -142,7 +144,7 @@ class HashThread {
       const listeners = [...this.listeners.values()];
       this.listeners.clear();
       for (const listener of listeners) listener.fail(error);
-      for (const answer of this.counts.splice(0)) answer(0);
+      for (const answer of this.counts.splice(0)) answer.reject(error);
     };
     worker.on('error', (error) => ended(new HashThreadFailed(`the hashing thread failed: ${error.message}`)));
     worker.on('exit', (code) => ended(new HashThreadFailed(`the hashing thread stopped (exit code ${code})`)));
@@ -156,6 +158,10 @@ class HashThread {
 
 let shared: HashThread | null = null;
 const hashThread = () => (shared ??= new HashThread());
+
+/** Batches of finished streams, for the next ones (allocating zeroes each, and leaves it to the collector): at most 4 MiB. */
+const POOL_MAX = 16;
+const pool: ArrayBuffer[] = [];
 
 /**
  * Starts the hashing thread now rather than at the first large file (`formsign serve`): it is part
@@ -189,8 +195,11 @@ export async function stopHashThread(): Promise<void> {
  * afterwards.
  *
  * The chunks are passed on at once; the first ones (a slot's worth) are kept and hashed or
- * copied later, which relies on the source not reusing a buffer it has pushed (true of sockets,
- * `fs` read streams and busboy's file streams: each pushed chunk is its own bytes).
+ * copied later, which relies on the source not changing the bytes of a chunk it has pushed, as
+ * the staged file's write stream does too. Sockets and `fs` read streams push fresh buffers;
+ * busboy pushes some bytes as a view of a buffer it reuses (its look-behind across socket
+ * chunks), but that buffer only ever holds a prefix of the boundary at the same offsets, so the
+ * bytes of such a view never change.
  */
 export function sha256Counter(): { stream: Transform; digest(): Promise<string>; bytes(): number } {
   let bytes = 0;
@@ -214,6 +223,9 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
     if (settled) return;
     settled = true;
     if (id !== 0) shared?.close(id, error !== null);
+    // The batches back from the thread are this stream's no more (one still away is dropped when it returns).
+    while (spare.length > 0 && pool.length < POOL_MAX) pool.push(spare.pop()!);
+    spare.length = 0;
     if (error) settle!.reject(error);
     else settle!.resolve(hex!);
   };
@@ -238,7 +250,7 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
 
   /** A free slot, or null while all are away. */
   const take = (): Buffer | null => {
-    const buffer = spare.pop() ?? (made < SLOTS ? (made++, new ArrayBuffer(SLOT_BYTES)) : null);
+    const buffer = spare.pop() ?? (made < SLOTS ? (made++, pool.pop() ?? new ArrayBuffer(SLOT_BYTES)) : null);
     return buffer ? Buffer.from(buffer) : null;
   };
   /** Hands the slot being filled to the thread (opening this stream there at its first). */
@@ -250,9 +262,9 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
     batch = null;
     filled = 0;
   };
-  /** A failure of the thread's (it could not start) as the stream's own. */
+  /** An error met while handing a batch over (the thread could not start: `HashThreadFailed`) as the stream's own. */
   const fault = (error: unknown): Error => {
-    failed = error instanceof HashThreadFailed ? error : new HashThreadFailed(String((error as Error)?.message ?? error));
+    failed = error instanceof Error ? error : new Error(String(error));
     finish(failed);
     return failed;
   };
@@ -320,4 +332,12 @@ export function sha256Counter(): { stream: Transform; digest(): Promise<string>;
   });
 
   return { stream, bytes: () => bytes, digest: () => digest };
+}
+
+/** The SHA-256 (hex) of a buffer, hashed in the hashing thread when it is larger than a slot. */
+export function sha256Of(data: Buffer): Promise<string> {
+  const counter = sha256Counter();
+  counter.stream.resume(); // what passes through is not wanted
+  counter.stream.end(data);
+  return counter.digest();
 }

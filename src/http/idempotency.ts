@@ -105,7 +105,14 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
     if (row.state !== 'done') {
       throw new AppError('idempotency_key_in_progress', 'A request with this Idempotency-Key is still running; retry once it has answered (in a moment) to get its answer.', { 'retry-after': '1' });
     }
-    const retryFingerprint = upload ? await uploadFingerprint(request, options.maxUploadBytes, row.response_body) : fingerprint;
+    let retryFingerprint: string | null;
+    try {
+      retryFingerprint = upload ? await uploadFingerprint(request, options.maxUploadBytes, row.response_body) : fingerprint;
+    } catch (error) {
+      // The rest of the body was not read (a failure of this process's, answered 500).
+      reply.header('connection', 'close');
+      throw error;
+    }
     if (retryFingerprint !== row.fingerprint) throw reused(`${row.method} ${row.path} with another ${upload ? 'file or title' : 'body'}`);
     replayed.add(request);
     const headers = JSON.parse(row.response_headers ?? '{}') as Record<string, string>;

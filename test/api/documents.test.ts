@@ -358,15 +358,18 @@ describe('documents', () => {
     const rowsBefore = await rowCount();
     const blobsBefore = await ctx.storedBlobs();
     // The body's first MiB, then (once the thread hashes this upload) the thread ends, then the rest.
+    let stopped = false;
     const payload = Readable.from(
       (async function* () {
         yield body.payload.subarray(0, 1024 * 1024);
         await waitFor(async () => hashThreadStreams() > 0, 10_000, 5);
         await stopHashThread();
+        stopped = true;
         yield body.payload.subarray(1024 * 1024);
       })(),
     );
     const res = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers }, payload });
+    assert.ok(stopped, 'the thread was stopped while it hashed the upload');
     assert.equal(res.statusCode, 500, res.body);
     assert.equal(res.json().code, 'internal_error');
     assert.equal(await rowCount(), rowsBefore, 'no document row');
