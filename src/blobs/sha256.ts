@@ -4,10 +4,9 @@ import { Worker } from 'node:worker_threads';
 
 /**
  * SHA-256 of the files streaming through the service, computed in a worker thread, so that the
- * event loop only copies the bytes: hashing a 50 MB upload took the main thread 50–60 ms, the
- * largest share of what an upload to the disk store cost more than the bare route; copying the
- * bytes to the thread and its messages take about 25, the copy 9–15 of it (bench/README.md,
- * "Stored files").
+ * event loop only copies the bytes: hashing a 50 MB upload took the main thread 40–60 ms, the
+ * largest share of what an upload to the disk store cost more than the bare route; the copy to
+ * the thread and the messages take about a third of that (`npm run bench:hashing`).
  *
  * One thread per process (started by `formsign serve`, else by the first file larger than a
  * slot; about 10 MB of memory); it keeps the process alive only while a stream is open in it, and
@@ -159,7 +158,7 @@ class HashThread {
 let shared: HashThread | null = null;
 const hashThread = () => (shared ??= new HashThread());
 
-/** Batches of finished streams, for the next ones (allocating zeroes each, and leaves it to the collector): at most 4 MiB. */
+/** Batches of finished streams, for the next ones (a new one is zeroed, and left to the collector): at most 16, 4 MiB. */
 const POOL_MAX = 16;
 const pool: ArrayBuffer[] = [];
 
