@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
-import { makePdf, multipart } from '../helpers/files.js';
+import { largePdf, makePdf, multipart } from '../helpers/files.js';
+import { waitFor } from '../helpers/net.js';
+import { hashThreadStreams, stopHashThread } from '../../src/blobs/sha256.js';
 
 const FORMS = '/api/v1/forms';
 const DOCS = '/api/v1/documents';
@@ -167,6 +170,35 @@ describe('Idempotency-Key', () => {
     assert.equal(otherTitle.statusCode, 422);
     const list = await ctx.app.inject({ method: 'GET', url: DOCS, headers });
     assert.equal(list.json().meta.total, 1);
+  });
+
+  it('a retried upload whose hashing thread dies answers 500 and closes the connection, not idempotency_key_reused; the next retry replays', async () => {
+    const pdf = await largePdf(2 * 1024 * 1024);
+    const send = (payload: Buffer | Readable, body: ReturnType<typeof multipart>) =>
+      ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers, 'idempotency-key': 'upload-thread' }, payload });
+    const body = multipart([{ name: 'file', data: pdf, filename: 'big.pdf' }]);
+    const first = await send(body.payload, body);
+    assert.equal(first.statusCode, 201, first.body);
+    // The retry's first MiB, then (once the thread hashes it for the fingerprint) the thread ends.
+    let stopped = false;
+    const retry = Readable.from(
+      (async function* () {
+        yield body.payload.subarray(0, 1024 * 1024);
+        await waitFor(async () => hashThreadStreams() > 0, 10_000, 5);
+        await stopHashThread();
+        stopped = true;
+        yield body.payload.subarray(1024 * 1024);
+      })(),
+    );
+    const failed = await send(retry, body);
+    assert.ok(stopped, 'the thread was stopped while it hashed the retry');
+    assert.equal(failed.statusCode, 500, failed.body);
+    assert.equal(failed.json().code, 'internal_error');
+    assert.equal(failed.headers.connection, 'close');
+    const again = await send(body.payload, body);
+    assert.equal(again.statusCode, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body, first.body);
   });
 
   it('a refused upload lets its key go', async () => {
