@@ -11,7 +11,11 @@ describe('GET /metrics', () => {
   let headers: Record<string, string>;
 
   before(async () => {
-    ctx = await createTestContext({ rateLimit: 2, metrics: { enabled: true, token: TOKEN } });
+    // The rate limit counts by the minute: the service's clock starts 1 s into a minute and runs
+    // on, so that the test's requests never straddle two minutes (which reset the count).
+    const started = Date.now();
+    const minute = Math.floor(started / 60_000) * 60_000 + 1_000;
+    ctx = await createTestContext({ rateLimit: 2, metrics: { enabled: true, token: TOKEN }, now: () => minute + (Date.now() - started) });
     headers = bearer(await ctx.key(['forms:read', 'forms:write', 'documents:write'], 'metrics'));
   });
   after(() => ctx.close());
