@@ -2,13 +2,11 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { hashThreadStreams, stopHashThread } from '../../src/blobs/sha256.js';
 import { TEST_SOFFICE, bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { pdfHelperPids } from '../helpers/processes.js';
 import { waitFor } from '../helpers/net.js';
-import { corpusFiles, filesUnder, largePdf, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
+import { bodyStoppingHashThread, corpusFiles, filesUnder, largePdf, makeDocx, makePdf, makeZip, multipart, type Part } from '../helpers/files.js';
 
 const DOCS = '/api/v1/documents';
 const ALL = ['documents:read', 'documents:write', 'documents:delete'];
@@ -358,18 +356,9 @@ describe('documents', () => {
     const rowsBefore = await rowCount();
     const blobsBefore = await ctx.storedBlobs();
     // The body's first MiB, then (once the thread hashes this upload) the thread ends, then the rest.
-    let stopped = false;
-    const payload = Readable.from(
-      (async function* () {
-        yield body.payload.subarray(0, 1024 * 1024);
-        await waitFor(async () => hashThreadStreams() > 0, 10_000, 5);
-        await stopHashThread();
-        stopped = true;
-        yield body.payload.subarray(1024 * 1024);
-      })(),
-    );
-    const res = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers }, payload });
-    assert.ok(stopped, 'the thread was stopped while it hashed the upload');
+    const payload = bodyStoppingHashThread(body.payload);
+    const res = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...body.headers }, payload: payload.stream });
+    assert.ok(payload.stopped(), 'the thread was stopped while it hashed the upload');
     assert.equal(res.statusCode, 500, res.body);
     assert.equal(res.json().code, 'internal_error');
     assert.equal(await rowCount(), rowsBefore, 'no document row');

@@ -3,9 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
-import { largePdf, makePdf, multipart } from '../helpers/files.js';
-import { waitFor } from '../helpers/net.js';
-import { hashThreadStreams, stopHashThread } from '../../src/blobs/sha256.js';
+import { bodyStoppingHashThread, largePdf, makePdf, multipart } from '../helpers/files.js';
 
 const FORMS = '/api/v1/forms';
 const DOCS = '/api/v1/documents';
@@ -180,18 +178,9 @@ describe('Idempotency-Key', () => {
     const first = await send(body.payload, body);
     assert.equal(first.statusCode, 201, first.body);
     // The retry's first MiB, then (once the thread hashes it for the fingerprint) the thread ends.
-    let stopped = false;
-    const retry = Readable.from(
-      (async function* () {
-        yield body.payload.subarray(0, 1024 * 1024);
-        await waitFor(async () => hashThreadStreams() > 0, 10_000, 5);
-        await stopHashThread();
-        stopped = true;
-        yield body.payload.subarray(1024 * 1024);
-      })(),
-    );
-    const failed = await send(retry, body);
-    assert.ok(stopped, 'the thread was stopped while it hashed the retry');
+    const retry = bodyStoppingHashThread(body.payload);
+    const failed = await send(retry.stream, body);
+    assert.ok(retry.stopped(), 'the thread was stopped while it hashed the retry');
     assert.equal(failed.statusCode, 500, failed.body);
     assert.equal(failed.json().code, 'internal_error');
     assert.equal(failed.headers.connection, 'close');

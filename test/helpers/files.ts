@@ -2,9 +2,12 @@ import crypto from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { degrees, PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import yazl from 'yazl';
+import { hashThreadStreams, stopHashThread } from '../../src/blobs/sha256.js';
+import { waitFor } from './net.js';
 
 /** The third-party forms of ../shared/corpus, with their truth files. */
 export const CORPUS = path.resolve(import.meta.dirname, '../../../shared/corpus');
@@ -184,4 +187,23 @@ export async function largePdf(bytes: number): Promise<Buffer> {
   doc.addPage([612, 792]);
   await doc.attach(crypto.randomBytes(bytes), 'appendix.bin', { mimeType: 'application/octet-stream' });
   return Buffer.from(await doc.save({ useObjectStreams: false }));
+}
+
+/**
+ * A request body (`payload`, more than 1 MiB) sent as its first MiB, then, once the hashing
+ * thread is hashing it, with that thread stopped (as a crash would), then the rest. `stopped()`
+ * says whether the thread was stopped (not merely the body cut short by a timeout).
+ */
+export function bodyStoppingHashThread(payload: Buffer): { stream: Readable; stopped(): boolean } {
+  let stopped = false;
+  const stream = Readable.from(
+    (async function* () {
+      yield payload.subarray(0, 1024 * 1024);
+      await waitFor(async () => hashThreadStreams() > 0, 10_000, 5);
+      await stopHashThread();
+      stopped = true;
+      yield payload.subarray(1024 * 1024);
+    })(),
+  );
+  return { stream, stopped: () => stopped };
 }
