@@ -22,8 +22,14 @@
  *   reading 16 to 21 %). core-js's other replacements (`JSON.parse`, which hands a parse without
  *   a reviver to the engine's, and `Function.prototype.toString`, so that its functions print as
  *   native) are left alone.
+ * - `Uint8Array.prototype.toBase64`: Node 20 has none, and core-js adds its own, in JavaScript, a
+ *   character at a time. pdf.js calls it for the `@font-face` rule of every embedded font it loads
+ *   into a document, which the detection does for every font (src/detect/open.ts, `FONT_SINK`):
+ *   base64 of the font file, 14 ms of each pass over ../shared/corpus's 37 forms in a CPU profile,
+ *   about 1 % of the detection. It is replaced with one made on Node's own encoder, the same string
+ *   for the same options (`restoreFastBase64`; the engine's own is put back where there is one).
  */
-import { restoreNativePush } from './native-push.js';
+import { restoreFastBase64, restoreNativePush } from './native-push.js';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
 
 // A variable specifier: the module ships no type declarations.
@@ -38,6 +44,8 @@ const push = restoreNativePush();
 export const NATIVE_PUSH_RESTORED = push.restored;
 /** The push core-js had put in its place, or null: only for bench/pdfjs-push.ts, which times the two. */
 export const CORE_JS_PUSH = push.replaced;
+/** core-js's `Uint8Array.prototype.toBase64`, which `restoreFastBase64` replaced (null when none was): for the tests and benchmarks. */
+export const CORE_JS_TO_BASE64 = restoreFastBase64().replaced;
 if (!NATIVE_PUSH_RESTORED) process.emitWarning("pdf.js was loaded after core-js had run: Array.prototype.push stays core-js's, which is slower (see src/files/pdfjs.ts)");
 
 export { pdfjs };

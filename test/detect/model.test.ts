@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { FEATURE_NAMES } from '../../src/detect/features.js';
-import { calibrate, classMargins, classOf, defaultModel, detectLayout, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
+import { calibrate, classMarginsOf, classOf, defaultModel, detectLayout, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
 import { iou } from '../../src/detect/geometry.js';
 import { detect, drawPdf, points, show } from '../helpers/layout-pdf.js';
 import { graphicsOf } from '../helpers/page-graphics.js';
@@ -172,12 +172,11 @@ describe('the tree evaluator', () => {
       rows[Math.floor(random() * count) * width + f] = random() < 0.5 ? v : v + (random() - 0.5) * 1e-3;
     }
     const bulk = margins(model.field, rows, count, width);
-    const bulkClasses = classMargins(model, rows, count, width);
     for (let i = 0; i < count; i++) {
       const row = rows.subarray(i * width, (i + 1) * width);
       assert.equal(bulk[i], margin(model.field, row), `row ${i}`);
       const sums = [0, 1, 2].map((c) => model.class.trees.reduce((sum, t, k) => (model.class.treeClass[k] === c ? sum + treeValue(t, row) : sum), model.class.baseMargin));
-      assert.deepEqual([...bulkClasses.subarray(3 * i, 3 * i + 3)], sums, `row ${i}`);
+      assert.deepEqual([...classMarginsOf(model, rows, i, width)], sums, `row ${i} alone`);
       assert.equal(classOf(model, row), ['text', 'checkbox', 'signature'][sums.indexOf(Math.max(...sums))], `row ${i}`);
     }
     // Hand-made trees of depths 2, 1 and 0, a missing value sent left by one of them, a threshold
@@ -190,6 +189,13 @@ describe('the tree evaluator', () => {
     for (const small of [Float32Array.from([0, 0, 0, 5, 1, 0, 7, 100, 0.5, 4.99, 3, 9, 2, 2]), Float32Array.from([1, 0, NaN, 0, 0, NaN, 3, 9])]) {
       const smallMargins = margins(set, small, small.length / 2, 2);
       for (let i = 0; i < small.length / 2; i++) assert.equal(smallMargins[i], margin(set, small.subarray(2 * i, 2 * i + 2)), `hand-made row ${i}`);
+      // As a class model of 11 trees (8 walked side by side, then 3), one row at a time.
+      const classes = { class: { baseMargin: 0.5, trees: [...set.trees, ...set.trees, tree, stump, fine], treeClass: [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1] } } as unknown as LayoutModel;
+      for (let i = 0; i < small.length / 2; i++) {
+        const row = small.subarray(2 * i, 2 * i + 2);
+        const sums = [0, 1, 2].map((c) => classes.class.trees.reduce((sum, t, k) => (classes.class.treeClass[k] === c ? sum + treeValue(t, row) : sum), classes.class.baseMargin));
+        assert.deepEqual([...classMarginsOf(classes, small, i, 2)], sums, `hand-made row ${i} alone`);
+      }
     }
   });
 

@@ -9,6 +9,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 
 const ENGINE_PUSH = Array.prototype.push;
+type ToBase64 = (this: Uint8Array, options?: object) => string;
+const ENGINE_TO_BASE64 = (Uint8Array.prototype as { toBase64?: ToBase64 }).toBase64;
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** Every .ts file under `dir` (relative to the repository). */
@@ -37,6 +39,34 @@ describe('pdf.js as the service loads it', () => {
     await (await read.getPage(1)).getOperatorList();
     await read.destroy();
     assert.equal(Array.prototype.push, ENGINE_PUSH);
+  });
+
+  it("replaces core-js's Uint8Array.prototype.toBase64 with one on Node's encoder that gives the same strings and errors", async () => {
+    const { CORE_JS_TO_BASE64 } = await import('../../src/files/pdfjs.js');
+    const installed = (Uint8Array.prototype as { toBase64?: ToBase64 }).toBase64!;
+    if (ENGINE_TO_BASE64) {
+      // An engine with its own: that one stays (or is put back).
+      assert.equal(installed, ENGINE_TO_BASE64);
+      return;
+    }
+    assert.ok(CORE_JS_TO_BASE64, "core-js added its toBase64 while pdf.js loaded (Node 20 has none)");
+    assert.notEqual(installed, CORE_JS_TO_BASE64);
+    const attributes = Object.getOwnPropertyDescriptor(Uint8Array.prototype, 'toBase64')!;
+    assert.deepEqual([attributes.writable, attributes.enumerable, attributes.configurable], [true, false, true]);
+    const bytes = new Uint8Array(70_000);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7919 + (i >> 3)) & 0xff;
+    const views = [0, 1, 2, 3, 4, 5, 31, 32, 33].map((n) => bytes.subarray(3, 3 + n));
+    views.push(bytes, bytes.subarray(5, 65_537));
+    const options = [undefined, {}, { alphabet: 'base64' }, { alphabet: 'base64url' }, { omitPadding: true }, { alphabet: 'base64url', omitPadding: true }, { alphabet: 'base64', omitPadding: false }];
+    for (const view of views) {
+      for (const o of options) assert.equal(installed.call(view, o), CORE_JS_TO_BASE64.call(view, o), `${view.length} bytes, ${JSON.stringify(o)}`);
+    }
+    // The view's own bytes, not its buffer's.
+    assert.equal(installed.call(bytes.subarray(3, 6)), Buffer.from(bytes.subarray(3, 6)).toString('base64'));
+    for (const [self, o] of [[bytes, { alphabet: 'hex' }], [bytes, null], [bytes, 'base64'], [new Uint16Array(4), undefined]] as const) {
+      assert.throws(() => CORE_JS_TO_BASE64.call(self as Uint8Array, o as object), TypeError);
+      assert.throws(() => installed.call(self as Uint8Array, o as object), TypeError);
+    }
   });
 
   it("is imported from src/files/pdfjs.ts everywhere: no other module of src/, scripts/, bench/ or test/ names pdf.js's own", () => {
