@@ -313,6 +313,8 @@ export const WORD_TEXT = 0;
 export const WORD_GLYPH = 1;
 export const WORD_UNDERSCORE = 2;
 export const WORD_LEADER = 3;
+/** A word's kind (one of the four above), remembered by its text: one lookup where the tests would take three. */
+const wordKindOf = rememberedByText((s) => (isCheckGlyph(s) ? WORD_GLYPH : isUnderscore(s) ? WORD_UNDERSCORE : isLeader(s) ? WORD_LEADER : WORD_TEXT));
 
 /** A text line: words whose middles are within half a height of each other, left to right. */
 export interface TextLine {
@@ -374,8 +376,9 @@ export class PageModel {
     this.words = this.overloaded ? [] : words;
     this.horizontal = this.overloaded ? [] : horizontal;
     this.vertical = this.overloaded ? [] : vertical;
-    this.wordKind = Uint8Array.from(this.words, (w) => (isCheckGlyph(w.str) ? WORD_GLYPH : isUnderscore(w.str) ? WORD_UNDERSCORE : isLeader(w.str) ? WORD_LEADER : WORD_TEXT));
-    this.text = this.words.filter((w) => isText(w.str) && !isUnderscore(w.str));
+    this.wordKind = Uint8Array.from(this.words, (w) => wordKindOf(w.str));
+    // (Not a leader, an underscore run or a box glyph: `isText` and not `isUnderscore`.)
+    this.text = this.words.filter((_, i) => this.wordKind[i] === WORD_TEXT);
     const sizes = this.text.map((w) => w.size).sort((a, b) => a - b);
     this.lineHeight = sizes.length ? Math.min(14, Math.max(7, sizes[Math.floor(sizes.length / 2)]!)) : 10;
     const cell = 24;

@@ -79,8 +79,9 @@ export const multiply = (m: Matrix, n: Matrix): Matrix => [
 export function matrixOf(value: unknown): Matrix | null {
   const m = value as ArrayLike<unknown> | null | undefined;
   if (m?.length !== 6) return null;
-  const out = Array.from(m);
-  return out.every((v) => typeof v === 'number' && Number.isFinite(v)) ? (out as Matrix) : null;
+  const a = m[0], b = m[1], c = m[2], d = m[3], e = m[4], f = m[5]; // prettier-ignore
+  const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+  return finite(a) && finite(b) && finite(c) && finite(d) && finite(e) && finite(f) ? [a, b, c, d, e, f] : null;
 }
 
 const apply = (m: Matrix, x: number, y: number): [number, number] => [m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5]];

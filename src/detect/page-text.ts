@@ -122,6 +122,8 @@ export function readText(
   maxChars = 200_000,
 ): TextRun[] {
   const base = viewport.transform as Matrix;
+  // The viewport's scale along x (a glyph's length in user space, in the viewport).
+  const baseScale = Math.hypot(base[0], base[1]);
   const runs: TextRun[] = [];
   let state: State = { ctm: IDENTITY, font: undefined, fontId: '', size: 0, charSpacing: 0, wordSpacing: 0, hScale: 1, leading: 0, rise: 0 };
   const stack: State[] = [];
@@ -137,7 +139,9 @@ export function readText(
   const flush = () => {
     if (open && open.chars.length) {
       const str = open.chars.join('');
-      const offsets = Float64Array.from([...open.offsets, open.end]);
+      const offsets = new Float64Array(open.offsets.length + 1);
+      offsets.set(open.offsets);
+      offsets[open.offsets.length] = open.end;
       runs.push({ str, transform: open.transform, width: open.end, offsets, fontName: open.fontName });
     }
     open = null;
@@ -222,7 +226,7 @@ export function readText(
       const vy = base[1] * px + base[3] * py + base[5];
       const length = Math.abs(width(glyph)) * along;
       // (pdf.js's test: a turned glyph's ink runs to the left of its origin.)
-      if (vx + sign * length * Math.hypot(base[0], base[1]) < 0 || vx > viewport.width || vy < 0 || vy > viewport.height) continue;
+      if (vx + sign * length * baseScale < 0 || vx > viewport.width || vy < 0 || vy > viewport.height) continue;
       if (!text) {
         // Ink that reads as nothing: it extends the run it continues, and starts none.
         if (open && continues(open, px, py, ux, uy, size)) open.end = Math.max(open.end, (px - open.ox) * open.ux + (py - open.oy) * open.uy + length);
