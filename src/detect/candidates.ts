@@ -1128,8 +1128,12 @@ const ORDER: readonly ProposalKind[] = [
 ];
 const PRIORITY = new Map<ProposalKind, number>(PROPOSAL_KINDS.map((k) => [k, ORDER.includes(k) ? ORDER.indexOf(k) : ORDER.length]));
 
+/** The most cell keys `dedupe` files its heads in an array for (1 MB of them). */
+const MAX_DENSE_KEYS = 1 << 18;
+
 /** Near-identical proposals (IoU > 0.9, same class): the first kept, by kind priority. */
 function dedupe(proposals: Proposal[], width: number): Proposal[] {
+  if (!proposals.length) return [];
   // By kind priority, and in the order they were made within a kind: a bucket per priority.
   const buckets: Proposal[][] = Array.from({ length: ORDER.length + 1 }, () => []);
   for (const p of proposals) buckets[PRIORITY.get(p.kind)!]!.push(p);
@@ -1139,7 +1143,20 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   // clashes does not depend on the order in which the kept boxes are looked at.
   const cell = 16;
   const cols = Math.ceil(width / cell) + 4;
-  const head = new Map<number, number>();
+  // A cell's key is `row * cols + column`. On a page of ordinary size every key a box looks up
+  // lies in one short range, and the heads are an array over it; otherwise (a hostile page whose
+  // keys spread over more than MAX_DENSE_KEYS) a map.
+  let low = Infinity;
+  let high = -Infinity;
+  for (const p of proposals) {
+    const key = Math.floor(p.y / cell) * cols + Math.floor(p.x / cell);
+    if (key < low) low = key;
+    if (key > high) high = key;
+  }
+  low -= cols + 1;
+  high += cols + 1;
+  const dense = high - low < MAX_DENSE_KEYS ? new Int32Array(high - low + 1).fill(-1) : null;
+  const sparse = dense ? null : new Map<number, number>();
   const next = new Int32Array(proposals.length);
   const x = new Float64Array(proposals.length);
   const y = new Float64Array(proposals.length);
@@ -1155,7 +1172,8 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       // Near-identical boxes have their top-left corners within a cell of each other.
       for (let r = cy - 1; r <= cy + 1 && !clash; r++)
         for (let cc = cx - 1; cc <= cx + 1 && !clash; cc++) {
-          for (let k = head.get(r * cols + cc) ?? -1; k >= 0 && !clash; k = next[k]!) {
+          const key = r * cols + cc;
+          for (let k = dense ? dense[key - low]! : (sparse!.get(key) ?? -1); k >= 0 && !clash; k = next[k]!) {
             // IoU over 0.9 with a kept box of its class, as `iouBox` measures it.
             if (cls[k] !== c) continue;
             const inter = overlap(p.x, p.x + p.w, x[k]!, x[k]! + w[k]!) * overlap(p.y, p.y + p.h, y[k]!, y[k]! + h[k]!);
@@ -1171,8 +1189,13 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
       h[k] = p.h;
       cls[k] = c;
       const key = cy * cols + cx;
-      next[k] = head.get(key) ?? -1;
-      head.set(key, k);
+      if (dense) {
+        next[k] = dense[key - low]!;
+        dense[key - low] = k;
+      } else {
+        next[k] = sparse!.get(key) ?? -1;
+        sparse!.set(key, k);
+      }
     }
   }
   return kept;
