@@ -173,10 +173,14 @@ class RowWriter {
     if (this.at !== this.values.length) throw new Error(`features: ${this.at} values for ${this.values.length} names`);
     const values = this.values;
     const start = index * values.length;
-    // Copied as float32 in one go (each value rounded as a store of it would be), then the values
-    // that are not finite (`v - v` is 0 for every finite v, NaN for the others) made -1.
-    matrix.set(values, start);
-    for (let k = 0; k < values.length; k++) if (!(values[k]! - values[k]! === 0)) matrix[start + k] = -1;
+    // Each value stored as float32 (rounded as the store rounds it), or -1 when it is not finite
+    // (`v - v` is 0 for every finite v, NaN for the others). One loop: faster than `set` from a
+    // Float64Array (a conversion V8 does element by element outside the compiled code) and a
+    // second loop for the values that are not finite.
+    for (let k = 0; k < values.length; k++) {
+      const v = values[k]!;
+      matrix[start + k] = v - v === 0 ? v : -1;
+    }
     this.at = 0;
   }
 }
