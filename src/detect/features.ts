@@ -287,8 +287,8 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
     v[i++] = Math.min(pageWords, 6000) / 1000;
     v[i++] = Math.min(pageRules, 6000) / 1000;
     v[i++] = Math.min(proposals.length, 5000) / 1000;
-    for (const k of KINDS) v[i++] = p.kind === k ? 1 : 0;
-    for (const c of CLASSES) v[i++] = p.cls === c ? 1 : 0;
+    for (let k = 0; k < KINDS.length; k++) v[i++] = p.kind === KINDS[k] ? 1 : 0;
+    for (let c = 0; c < CLASSES.length; c++) v[i++] = p.cls === CLASSES[c] ? 1 : 0;
     row.at = i;
     row.copyTo(matrix, index);
   });
