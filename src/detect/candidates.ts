@@ -1145,7 +1145,8 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   const cols = Math.ceil(width / cell) + 4;
   // A cell's key is `row * cols + column`. On a page of ordinary size every key a box looks up
   // lies in one short range, and the heads are an array over it; otherwise (a hostile page whose
-  // keys spread over more than MAX_DENSE_KEYS) a map.
+  // keys spread over more than MAX_DENSE_KEYS, or boxes with no number for a corner) a map. (A
+  // box whose key is not a number clashes with nothing either way, and is looked up by no other.)
   let low = Infinity;
   let high = -Infinity;
   for (const p of proposals) {
@@ -1155,7 +1156,8 @@ function dedupe(proposals: Proposal[], width: number): Proposal[] {
   }
   low -= cols + 1;
   high += cols + 1;
-  const dense = high - low < MAX_DENSE_KEYS ? new Int32Array(high - low + 1).fill(-1) : null;
+  const span = high - low;
+  const dense = span >= 0 && span < MAX_DENSE_KEYS ? new Int32Array(span + 1).fill(-1) : null;
   const sparse = dense ? null : new Map<number, number>();
   const next = new Int32Array(proposals.length);
   const x = new Float64Array(proposals.length);
