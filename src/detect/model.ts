@@ -232,7 +232,7 @@ function completeTrees(set: TreeSet): CompleteTrees | null {
   return done;
 }
 
-/** Rows walked side by side (8 independent walks in one loop). */
+/** Walks side by side in one loop (8 independent ones): of 8 rows through a tree (`sumLeaves`), or of one row through 8 trees (`classMarginsOf`). */
 const LANES = 8;
 /** Rows scored together by every tree in turn (64 rows of about 100 float32 features: 26 kB). */
 const BLOCK = 64;
@@ -411,9 +411,9 @@ function sumLeaves(set: TreeSet, rows: Float32Array, count: number, width: numbe
 }
 
 /** The class of the highest of a row's class margins (the first of equal ones). */
-function bestClass(sums: ArrayLike<number>, from = 0): FieldClass {
+function bestClass(sums: ArrayLike<number>): FieldClass {
   let best = 0;
-  for (let c = 1; c < CLASSES.length; c++) if (sums[from + c]! > sums[from + best]!) best = c;
+  for (let c = 1; c < CLASSES.length; c++) if (sums[c]! > sums[best]!) best = c;
   return CLASSES[best]!;
 }
 

@@ -25,9 +25,10 @@
  * - `Uint8Array.prototype.toBase64`: Node 20 has none, and core-js adds its own, in JavaScript, a
  *   character at a time. pdf.js calls it for the `@font-face` rule of every embedded font it loads
  *   into a document, which the detection does for every font (src/detect/open.ts, `FONT_SINK`):
- *   base64 of the font file, 14 ms of each pass over ../shared/corpus's 37 forms in a CPU profile,
- *   about 1 % of the detection. It is replaced with one made on Node's own encoder, the same string
- *   for the same options (`restoreFastBase64`; the engine's own is put back where there is one).
+ *   base64 of the font file. It is replaced with one made on Node's own encoder, the same string
+ *   for the same options (`restoreFastBase64`; the engine's own is put back where there is one):
+ *   the detection of ../shared/corpus took 0.968 of the time with core-js's (about 1 % in a CPU
+ *   profile's count of core-js's function itself; docs/decisions.md).
  */
 import { restoreFastBase64, restoreNativePush } from './native-push.js';
 import * as pdfjs from 'pdfjs-dist/legacy/build/pdf.mjs';
@@ -46,7 +47,7 @@ export const NATIVE_PUSH_RESTORED = push.restored;
 export const CORE_JS_PUSH = push.replaced;
 /** core-js's `Uint8Array.prototype.toBase64`, which `restoreFastBase64` replaced (null when none was): for the tests and benchmarks. */
 export const CORE_JS_TO_BASE64 = restoreFastBase64().replaced;
-if (!NATIVE_PUSH_RESTORED) process.emitWarning("pdf.js was loaded after core-js had run: Array.prototype.push stays core-js's, which is slower (see src/files/pdfjs.ts)");
+if (!NATIVE_PUSH_RESTORED) process.emitWarning("pdf.js was loaded after core-js had run: Array.prototype.push and Uint8Array.prototype.toBase64 stay core-js's, which are slower (see src/files/pdfjs.ts)");
 
 export { pdfjs };
 export { AnnotationMode, getDocument, normalizeUnicode, OPS, PDFWorker, version } from 'pdfjs-dist/legacy/build/pdf.mjs';

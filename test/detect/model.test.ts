@@ -162,8 +162,8 @@ describe('the tree evaluator', () => {
     const random = seeded(12345);
     const model = defaultModel();
     const width = model.features.length;
-    // Rows near the thresholds the trees split on, so that every branch is taken: 301 rows (not a multiple of the 8 walked together).
-    const splits = model.field.trees.flatMap((t) => t.f.map((f, n) => [f, t.v[n]!] as const).filter(([f]) => f >= 0));
+    // Rows near the thresholds the field and class trees split on, so that every branch is taken: 301 rows (not a multiple of the 8 walked together).
+    const splits = [...model.field.trees, ...model.class.trees].flatMap((t) => t.f.map((f, n) => [f, t.v[n]!] as const).filter(([f]) => f >= 0));
     const count = 301;
     const rows = new Float32Array(count * width);
     for (let i = 0; i < rows.length; i++) rows[i] = random() < 0.1 ? -1 : random() * 10;

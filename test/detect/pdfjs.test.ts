@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import vm from 'node:vm';
+// (A type only: nothing of the module is loaded here.)
+import type { ToBase64 } from '../../src/files/native-push.js';
 
 const ENGINE_PUSH = Array.prototype.push;
-type ToBase64 = (this: Uint8Array, options?: object) => string;
 const ENGINE_TO_BASE64 = (Uint8Array.prototype as { toBase64?: ToBase64 }).toBase64;
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -63,7 +65,15 @@ describe('pdf.js as the service loads it', () => {
     }
     // The view's own bytes, not its buffer's.
     assert.equal(installed.call(bytes.subarray(3, 6)), Buffer.from(bytes.subarray(3, 6)).toString('base64'));
-    for (const [self, o] of [[bytes, { alphabet: 'hex' }], [bytes, null], [bytes, 'base64'], [new Uint16Array(4), undefined]] as const) {
+    // A function is an object for the options; a Uint8Array of another realm is one; no declared parameter.
+    const asOptions = Object.assign(() => 0, { alphabet: 'base64url' });
+    assert.equal(installed.call(views[4]!, asOptions as object), CORE_JS_TO_BASE64.call(views[4]!, asOptions as object));
+    const foreign = vm.runInNewContext('new Uint8Array([250, 251, 252, 253])') as Uint8Array;
+    assert.equal(installed.call(foreign), CORE_JS_TO_BASE64.call(foreign));
+    assert.equal(installed.length, CORE_JS_TO_BASE64.length);
+    const detached = new Uint8Array(8);
+    structuredClone(detached.buffer, { transfer: [detached.buffer] });
+    for (const [self, o] of [[bytes, { alphabet: 'hex' }], [bytes, null], [bytes, 'base64'], [new Uint16Array(4), undefined], [{ length: 3 }, undefined], [detached, undefined]] as const) {
       assert.throws(() => CORE_JS_TO_BASE64.call(self as Uint8Array, o as object), TypeError);
       assert.throws(() => installed.call(self as Uint8Array, o as object), TypeError);
     }
