@@ -5,13 +5,20 @@
  * fields of `detectLayout` (the committed model) must be the same with this worktree's code as
  * with the code of `--base` (another worktree, e.g. one checked out at main).
  *
- *   node --import tsx scripts/detect/same-output.ts --base /tmp/main-worktree [--only <substring>]
+ *   node --import tsx scripts/detect/same-output.ts --base /tmp/main-worktree [--only <substring>] [--whole]
+ *
+ * With `--whole`, the whole detection as the service runs it is compared too (`openForDetection`
+ * and `detectFields`: pdf.js's reading, the page loop, the exact sources, the merge): its fields
+ * and its stats but the time, or its error, for every form of ../shared/corpus and
+ * ../shared/corpus-train as it is (widgets and all) and with its widgets stripped.
  *
  * Prints the first differences (page, proposal, feature name) and exits 1 when any; else prints
  * how many pages, proposals, feature values and fields were compared.
  */
+import fs from 'node:fs';
 import path from 'node:path';
-import { loadDataset } from './dataset.js';
+import { stripWidgets } from '../../bench/corpus.js';
+import { loadDataset, SHARED } from './dataset.js';
 import type { PageGraphics } from '../../src/detect/layout-page.js';
 
 const args = process.argv.slice(2);
@@ -83,8 +90,57 @@ for (const form of forms) {
     fields += (JSON.parse(fb) as unknown[]).length;
   }
 }
+
+/** The whole detection of `bytes` by `code`: its result without the time, or its error. */
+async function detectWhole(code: WholeCode, bytes: Uint8Array): Promise<string> {
+  const task = code.openForDetection(bytes.slice());
+  try {
+    const { fields, stats } = await code.detectFields((await task.promise) as never);
+    return JSON.stringify({ fields, stats: { ...stats, durationMs: undefined } });
+  } catch (error) {
+    return `error: ${(error as Error).message}`;
+  } finally {
+    await task.destroy();
+  }
+}
+interface WholeCode {
+  openForDetection: (data: Uint8Array) => { promise: Promise<unknown>; destroy(): Promise<void> };
+  detectFields: (doc: never) => Promise<{ fields: unknown[]; stats: Record<string, unknown> }>;
+}
+let wholeRuns = 0;
+let wholeFields = 0;
+if (args.includes('--whole')) {
+  const loadWhole = async (dir: string): Promise<WholeCode> => ({
+    ...(await import(path.resolve(dir, 'src/detect/open.ts'))),
+    ...(await import(path.resolve(dir, 'src/detect/pipeline.ts'))),
+  });
+  const codes = [await loadWhole(baseDir), await loadWhole(path.resolve(import.meta.dirname, '../..'))];
+  for (const set of ['corpus', 'corpus-train']) {
+    const dir = path.join(SHARED, set);
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Array<{ file: string; encrypted: boolean | string }>;
+    for (const entry of manifest) {
+      const name = path.basename(entry.file, '.pdf');
+      if (only && !name.includes(only)) continue;
+      const original = new Uint8Array(fs.readFileSync(path.join(dir, entry.file)));
+      const variants: Array<[string, Uint8Array]> = [['as it is', original]];
+      try {
+        variants.push(['stripped', (await stripWidgets(original, entry.encrypted !== false)).bytes]);
+      } catch (error) {
+        console.log(`${set}/${name}: not stripped (${(error as Error).message}); compared as it is only`);
+      }
+      for (const [variant, bytes] of variants) {
+        const [a, b] = [await detectWhole(codes[0]!, bytes), await detectWhole(codes[1]!, bytes)];
+        if (a !== b) differ(`${set}/${name} (${variant}): the detections differ:\n  main ${a.slice(0, 400)}\n  here ${b.slice(0, 400)}`);
+        wholeRuns++;
+        if (b.startsWith('{')) wholeFields += (JSON.parse(b) as { fields: unknown[] }).fields.length;
+      }
+    }
+  }
+}
+
 if (differences.length) {
-  console.log(`${differences.length} differences on ${pages} pages`);
+  console.log(`${differences.length} differences on ${pages} pages${wholeRuns ? ` and ${wholeRuns} whole detections` : ''}`);
   process.exit(1);
 }
 console.log(`Same outputs on ${pages} pages of ${forms.length} forms: ${proposals} proposals, ${values} feature values (float32, bit for bit), ${fields} fields of detectLayout.`);
+if (wholeRuns) console.log(`Same whole detections (openForDetection, detectFields) of ${wholeRuns} files, forms as they are and stripped: ${wholeFields} fields.`);

@@ -675,6 +675,38 @@ describe('layout detection: printed things that are not fields', () => {
 
 });
 
+describe('layout detection: documents of many pages', () => {
+  it('each page gives the fields it gives alone, on its own page, while the next page is read during its detection', async () => {
+    const art = (d: Draw) => {
+      // Over the bound of operators under which the next page is read meanwhile: detected alone.
+      for (let i = 0; i < 4500; i++) d.rule(72 + (i % 90) * 5, 75 + (i % 90) * 5, 100 + Math.floor(i / 90) * 8, 0.3);
+    };
+    const specs: PageSpec[] = [
+      { draw: (d) => fillIn(d, 'Name', 700, 150, 350) },
+      {
+        draw: (d) => {
+          d.text('Full name', 72, 605);
+          d.doc.getForm().createTextField('full.name').addToPage(d.page, { x: 150, y: 600, width: 200, height: 20 });
+        },
+      },
+      { draw: (d) => formContext(d) },
+      { draw: (d) => art(d) },
+      { draw: (d) => fillIn(d, 'Date', 400, 110, 260) },
+      { draw: () => {} },
+      { draw: (d) => fillIn(d, 'Telephone', 520, 140, 330) },
+    ];
+    const whole = await detect(await drawPdf(specs));
+    const alone = [];
+    for (const [i, spec] of specs.entries()) {
+      const { fields } = await detect(await drawPdf([spec]));
+      alone.push(...fields.map((f) => ({ ...f, pageNumber: i + 1 })));
+    }
+    assert.ok(alone.filter((f) => f.source === 'layout').length >= 4, show(alone));
+    assert.deepEqual(whole.fields, alone);
+    assert.equal(whole.stats.pages, specs.length);
+  });
+});
+
 describe('layout detection: pages with form widgets', () => {
   it('a page with an AcroForm text field gives only that field; the layout detector runs on the other pages', async () => {
     const fields = await fieldsOf([
