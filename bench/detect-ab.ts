@@ -10,7 +10,9 @@
  *   process, so the base's detection runs with whatever this checkout's `src/files/pdfjs.ts` did to
  *   the process, except `Uint8Array.prototype.toBase64`: before a run of the base, it is put back
  *   to core-js's when the base's `src/files/pdfjs.ts` does not replace it (code before the eighth
- *   session of 2026-11-29), and back to this checkout's after.
+ *   session of 2026-11-29), and back to this checkout's after. Streams are inflated as each one's
+ *   detection process inflates them: on this thread (src/detect/inflate.ts) for this checkout, and
+ *   for the base when it has that file too; else by Node's `DecompressionStream`.
  *
  * Prints the medians per page / per round and the median of the rounds' ratios (this / base: below 1,
  * this checkout is faster), after one round of warm-up.
@@ -25,6 +27,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadDataset } from '../scripts/detect/dataset.js';
 import { CORE_JS_TO_BASE64 } from '../src/files/pdfjs.js';
+import { inflateOnThisThread } from '../src/detect/inflate.js';
 import * as thisModel from '../src/detect/model.js';
 import * as thisOpen from '../src/detect/open.js';
 import * as thisPipeline from '../src/detect/pipeline.js';
@@ -43,15 +46,18 @@ interface Code {
   openForDetection: typeof thisOpen.openForDetection;
   detectFields: typeof thisPipeline.detectFields;
   toBase64: unknown;
+  /** Its detection process inflates streams on its thread (src/detect/inflate.ts). */
+  inflatesHere: boolean;
 }
 const proto = Uint8Array.prototype as { toBase64?: unknown };
-const ours: Code = { ...thisModel, ...thisOpen, ...thisPipeline, toBase64: proto.toBase64 };
+const ours: Code = { ...thisModel, ...thisOpen, ...thisPipeline, toBase64: proto.toBase64, inflatesHere: true };
 const baseReplacesBase64 = fs.readFileSync(path.join(base, 'src/files/pdfjs.ts'), 'utf8').includes('restoreFastBase64');
 const theirs: Code = {
   ...((await import(path.join(base, 'src/detect/model.ts'))) as typeof thisModel),
   ...((await import(path.join(base, 'src/detect/open.ts'))) as typeof thisOpen),
   ...((await import(path.join(base, 'src/detect/pipeline.ts'))) as typeof thisPipeline),
   toBase64: baseReplacesBase64 || !CORE_JS_TO_BASE64 ? proto.toBase64 : CORE_JS_TO_BASE64,
+  inflatesHere: fs.existsSync(path.join(base, 'src/detect/inflate.ts')),
 };
 const codes = [ours, theirs];
 const useBase64 = (code: Code) => Object.defineProperty(Uint8Array.prototype, 'toBase64', { value: code.toBase64, writable: true, enumerable: false, configurable: true });
@@ -66,12 +72,14 @@ async function alternate<T>(items: readonly T[], work: (code: Code, item: T) => 
       for (let k = 0; k < 2; k++) {
         const c = (i + round + k) % 2;
         useBase64(codes[c]!);
+        inflateOnThisThread(codes[c]!.inflatesHere);
         const started = performance.now();
         await work(codes[c]!, item);
         sums[c]! += performance.now() - started;
       }
     }
     useBase64(ours);
+    inflateOnThisThread(false);
     if (round > 0) sums.forEach((s, c) => totals[c]!.push(s));
   }
   return totals;
@@ -99,4 +107,6 @@ report(
     }
   }),
 );
-console.log(`(the base's detection ran with ${theirs.toBase64 === CORE_JS_TO_BASE64 ? "core-js's toBase64, as it did" : "this checkout's toBase64"})`);
+console.log(
+  `(the base's detection ran with ${theirs.toBase64 === CORE_JS_TO_BASE64 ? "core-js's toBase64, as it did" : "this checkout's toBase64"}, its streams inflated ${theirs.inflatesHere ? 'on this thread' : "by Node's DecompressionStream"})`,
+);

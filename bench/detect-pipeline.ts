@@ -5,12 +5,15 @@
  * from that list (`readText`), the page read (`readPage`) and `detectLayout`. In the same rounds,
  * each file is opened once more and read as `bench:detect` times "pdf.js alone": every page's
  * text with `getTextContent` and its operator list (the text first, as there; whichever comes first
- * loads the page's fonts). Wall time per page, means over BENCH_ROUNDS rounds after one of warm-up.
+ * loads the page's fonts). The detection's streams are inflated as its process inflates them (on
+ * this thread: src/detect/inflate.ts), pdf.js alone's by Node's `DecompressionStream`, as
+ * `bench:detect` times them. Wall time per page, means over BENCH_ROUNDS rounds after one of warm-up.
  *
  *   node --import tsx bench/detect-pipeline.ts
  */
 import { pdfjs } from '../src/files/pdfjs.js';
 import { readPage } from '../src/detect/layout-page.js';
+import { inflateOnThisThread } from '../src/detect/inflate.js';
 import { detectLayout } from '../src/detect/model.js';
 import { openForDetection } from '../src/detect/open.js';
 import { pageFonts, readText } from '../src/detect/page-text.js';
@@ -38,6 +41,7 @@ for (let round = 0; round <= ROUNDS; round++) {
       if (round > 0) total[stage] += now - t;
       t = now;
     };
+    inflateOnThisThread(true);
     const task = openForDetection(form.bytes.slice());
     const doc = await task.promise;
     done('open');
@@ -59,6 +63,7 @@ for (let round = 0; round <= ROUNDS; round++) {
       if (round > 0) pages++;
     }
     await task.destroy();
+    inflateOnThisThread(false);
     t = performance.now();
     const again = await open(form.bytes, PDFJS_ALONE_OPTIONS);
     done('open ');

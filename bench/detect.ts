@@ -12,8 +12,11 @@
  * confidence band). Then speed on ../shared/corpus: the whole detection of a parse job
  * (`detectFields`, the committed model, each file opened as the detection process opens it) against
  * pdf.js alone reading the same pages' text and operator lists with pdf.js's defaults (and, for
- * reference, with images not decoded, as the detection reads them), each form read every way in
- * turn (the order turning and reversing), medians of BENCH_ROUNDS rounds.
+ * reference, with images not decoded, as the detection reads them, and then also with its streams
+ * inflated on this thread, as the detection process inflates them: src/detect/inflate.ts), each
+ * form read every way in turn (the order turning and reversing), medians of BENCH_ROUNDS rounds.
+ * The detection runs with `InflateOnThisThread` as the global `DecompressionStream`, as in its
+ * process (src/detect/thread.ts); pdf.js alone with Node's, unless said.
  *
  *   npm run train:detect   # once, and after changing candidates, features or the data set
  *   npm run bench:detect
@@ -24,6 +27,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pdfjs } from '../src/files/pdfjs.js';
 import { loadModel, detectLayout, type LayoutModel } from '../src/detect/model.js';
+import { inflateOnThisThread } from '../src/detect/inflate.js';
 import { DETECTION_PDF_OPTIONS, openForDetection, type DetectionLoading } from '../src/detect/open.js';
 import { detectFields } from '../src/detect/pipeline.js';
 import type { DetectedField } from '../src/detect/types.js';
@@ -208,20 +212,26 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const baseModule = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object; openForDetection?: typeof openForDetection }) : null;
   const baseOptions = baseModule?.DETECTION_PDF_OPTIONS ?? PDFJS_ALONE_OPTIONS;
   const baseOpener = baseModule?.openForDetection ?? ((data: Uint8Array) => openWithPdfjs(data, baseOptions));
+  // Streams inflated as in each one's process: the detection's on its thread (src/detect/thread.ts), the base's so too when its code
+  // has src/detect/inflate.ts, pdf.js alone by Node's DecompressionStream (on the thread pool) but in the last reference way.
+  const baseInflatesHere = !!baseDir && fs.existsSync(path.resolve(baseDir, 'src/detect/inflate.ts'));
   const detectMs: number[] = [];
   const baseMs: number[] = [];
   const aloneMs: number[] = [];
   const aloneNoImagesMs: number[] = [];
+  const aloneAsDetectionMs: number[] = [];
   // Each form is read every way one after the other, so that the ways share the machine's moments of noise (a round takes seconds; a
   // form, tens of milliseconds). The order turns from form to form and round to round, and every other time it runs backwards, so that
   // no way always follows the same other one (and inherits its garbage to collect).
-  type Way = [times: number[], read: (form: StrippedForm) => Promise<unknown>];
+  type Way = [times: number[], read: (form: StrippedForm) => Promise<unknown>, inflateHere: boolean];
   const ways: Way[] = [
-    [aloneMs, (form) => pdfjsAlone(form)],
+    [aloneMs, (form) => pdfjsAlone(form), false],
     // The same with the detection's options (images left undecoded): the ratio if pdf.js's own reading were held to that too.
-    [aloneNoImagesMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS)],
-    [detectMs, (form) => detect(form)],
-    ...(baseDetectFields ? [[baseMs, (form) => detect(form, baseDetectFields, baseOpener)] satisfies Way] : []),
+    [aloneNoImagesMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS), false],
+    // And with its streams inflated on this thread too: pdf.js alone given everything the detection's process gives pdf.js but its port.
+    [aloneAsDetectionMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS), true],
+    [detectMs, (form) => detect(form), true],
+    ...(baseDetectFields ? [[baseMs, (form) => detect(form, baseDetectFields, baseOpener), baseInflatesHere] satisfies Way] : []),
   ];
   for (let round = 0; round < ROUNDS + 1; round++) {
     const sums = ways.map(() => 0);
@@ -229,11 +239,13 @@ if (ROUNDS > 0 && PART !== 'figures') {
       const shift = i + round;
       for (let k = 0; k < ways.length; k++) {
         const w = ((shift % 2 ? ways.length - 1 - k : k) + shift) % ways.length;
+        inflateOnThisThread(ways[w]![2]);
         const t = performance.now();
         await ways[w]![1](form);
         sums[w]! += performance.now() - t;
       }
     }
+    inflateOnThisThread(false);
     // The first round warms every way up and is not counted.
     if (round > 0) ways.forEach(([times], w) => times.push(sums[w]!));
   }
@@ -245,11 +257,13 @@ if (ROUNDS > 0 && PART !== 'figures') {
     `Detection of all ${corpusPages} pages of ../shared/corpus (stripped): median ${median(detectMs).toFixed(0)} ms (${(corpusPages / (median(detectMs) / 1000)).toFixed(1)} pages/s); pdf.js alone reading the same pages' text and operator lists: ${median(aloneMs).toFixed(0)} ms. **Ratio ${ratio.toFixed(2)} ×** (median of ${ROUNDS} rounds, per-round ratios ${detectMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
     '',
     `pdf.js alone with images not decoded (\`maxImageSize: 0\`, as the detection reads a file): ${median(aloneNoImagesMs).toFixed(0)} ms; the detection against it: ratio ${median(detectMs.map((d, i) => d / aloneNoImagesMs[i]!)).toFixed(2)} ×.`,
+    '',
+    `pdf.js alone with images not decoded and its streams inflated on this thread (\`InflateOnThisThread\`, as the detection's process inflates them): ${median(aloneAsDetectionMs).toFixed(0)} ms; the detection against it: ratio ${median(detectMs.map((d, i) => d / aloneAsDetectionMs[i]!)).toFixed(2)} ×.`,
   ];
   if (baseDir) {
     lines.push(
       '',
-      `The detection of ${baseDir} in the same rounds: median ${median(baseMs).toFixed(0)} ms, **ratio ${median(baseMs.map((d, i) => d / aloneMs[i]!)).toFixed(2)} ×** (per-round ratios ${baseMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
+      `The detection of ${baseDir} in the same rounds (streams inflated ${baseInflatesHere ? 'on this thread' : "by Node's DecompressionStream"}): median ${median(baseMs).toFixed(0)} ms, **ratio ${median(baseMs.map((d, i) => d / aloneMs[i]!)).toFixed(2)} ×** (per-round ratios ${baseMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
     );
   }
   console.log(lines.join('\n'));

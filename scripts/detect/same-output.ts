@@ -10,7 +10,9 @@
  * With `--whole`, the whole detection as the service runs it is compared too (`openForDetection`
  * and `detectFields`: pdf.js's reading, the page loop, the exact sources, the merge): its fields
  * and its stats but the time, or its error, for every form of ../shared/corpus and
- * ../shared/corpus-train as it is (widgets and all) and with its widgets stripped.
+ * ../shared/corpus-train as it is (widgets and all) and with its widgets stripped. Each code runs
+ * with the streams inflated as its detection process inflates them: on its thread when the code
+ * has src/detect/inflate.ts (`inflateOnThisThread`), else by Node's `DecompressionStream`.
  *
  * Prints the first differences (page, proposal, feature name) and exits 1 when any; else prints
  * how many pages, proposals, feature values and fields were compared.
@@ -93,6 +95,7 @@ for (const form of forms) {
 
 /** The whole detection of `bytes` by `code`: its result without the time, or its error. */
 async function detectWhole(code: WholeCode, bytes: Uint8Array): Promise<string> {
+  code.inflateOnThisThread?.(true);
   const task = code.openForDetection(bytes.slice());
   try {
     const { fields, stats } = await code.detectFields((await task.promise) as never);
@@ -101,19 +104,25 @@ async function detectWhole(code: WholeCode, bytes: Uint8Array): Promise<string> 
     return `error: ${(error as Error).message}`;
   } finally {
     await task.destroy();
+    code.inflateOnThisThread?.(false);
   }
 }
 interface WholeCode {
   openForDetection: (data: Uint8Array) => { promise: Promise<unknown>; destroy(): Promise<void> };
   detectFields: (doc: never) => Promise<{ fields: unknown[]; stats: Record<string, unknown> }>;
+  inflateOnThisThread?: (onThisThread?: boolean) => void;
 }
 let wholeRuns = 0;
 let wholeFields = 0;
 if (args.includes('--whole')) {
-  const loadWhole = async (dir: string): Promise<WholeCode> => ({
-    ...(await import(path.resolve(dir, 'src/detect/open.ts'))),
-    ...(await import(path.resolve(dir, 'src/detect/pipeline.ts'))),
-  });
+  const loadWhole = async (dir: string): Promise<WholeCode> => {
+    const inflate = path.resolve(dir, 'src/detect/inflate.ts');
+    return {
+      ...(await import(path.resolve(dir, 'src/detect/open.ts'))),
+      ...(await import(path.resolve(dir, 'src/detect/pipeline.ts'))),
+      ...(fs.existsSync(inflate) ? await import(inflate) : {}),
+    };
+  };
   const codes = [await loadWhole(baseDir), await loadWhole(path.resolve(import.meta.dirname, '../..'))];
   for (const set of ['corpus', 'corpus-train']) {
     const dir = path.join(SHARED, set);

@@ -1,12 +1,11 @@
 import { AnnotationMode } from '../files/pdfjs.js';
-import type { PDFDocumentProxy, PDFPageProxy } from 'pdfjs-dist/types/src/display/api.js';
+import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';
 import { detectAcroform, type WidgetAnnotation } from './acroform.js';
 import { refineWithAi, type AiConfig, type AiPageInput } from './ai.js';
 import { iou, type PageView } from './geometry.js';
 import { detectLayout } from './model.js';
 import { readPage } from './layout-page.js';
 import { pageFonts, readText } from './page-text.js';
-import type { TextRun } from './layout-page.js';
 import { detectTextTags, type TextItem } from './text-tags.js';
 import type { DetectedField, DetectionResult, Source } from './types.js';
 
@@ -66,49 +65,6 @@ async function review(pages: readonly AiPageInput[], options: DetectOptions, war
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
 
 /**
- * A page whose operator list is at most this long lets the next page be read while it is detected
- * (detectFields). Of the 1,172 pages of ../shared/corpus-train, half have fewer than 900 operators,
- * 99 % fewer than 8,000, two more than 30,000. A page over the bound is detected alone, so that
- * the detection never holds a large page's operator list beside another page's.
- */
-const PREFETCH_MAX_OPERATORS = 20_000;
-
-/**
- * What the detection reads of one page through pdf.js: on a page with fillable widgets its text
- * (`getTextContent`), on any other the printed page's operator list and the text read from it.
- */
-type PageInput = {
-  page: PDFPageProxy;
-  viewport: ReturnType<PDFPageProxy['getViewport']>;
-  view: PageView;
-  annotations: WidgetAnnotation[];
-} & ({ operators: null; items: TextItem[] } | { operators: Awaited<ReturnType<PDFPageProxy['getOperatorList']>>; items: TextRun[] });
-
-/**
- * Reads page `pageNumber`: its view, widget annotations, and either (a page with fillable widgets,
- * which says where its fields are) its text alone, for tags, or the printed page's operator list
- * (widget appearances are the acroform detector's) and the text read from it (page-text.ts).
- */
-async function readInput(doc: PDFDocumentProxy, pageNumber: number): Promise<PageInput> {
-  const page = await doc.getPage(pageNumber);
-  const viewport = page.getViewport({ scale: 1 });
-  const view: PageView = {
-    width: viewport.width,
-    height: viewport.height,
-    toView: (x, y) => viewport.convertToViewportPoint(x, y) as [number, number],
-  };
-  const annotations = (await page.getAnnotations({ intent: 'display' })) as WidgetAnnotation[];
-  const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
-  if (widgets) {
-    const content = await page.getTextContent();
-    const items = content.items.filter((item): item is TextItem & typeof item => 'str' in item);
-    return { page, viewport, view, annotations, items, operators: null };
-  }
-  const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
-  return { page, viewport, view, annotations, items: readText(viewport, operators, pageFonts(page)), operators };
-}
-
-/**
  * Reads every page once (its view, widget annotations, text and drawing), runs the exact
  * detectors (`acroform`, `text_tag`) and the layout detector, and merges their fields: a box that
  * another source found already on the same page (IoU ≥ 0.5) is a duplicate and dropped, the more
@@ -129,32 +85,32 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
   let done = 0;
   const pageDone = () => options.onProgress?.(++done, total);
   options.onProgress?.(0, total);
-  // Page n + 1 is read (by pdf.js, which waits on Node's thread pool to inflate its streams) while
-  // page n is detected, when page n was small enough (PREFETCH_MAX_OPERATORS): at most one large
-  // page in memory at a time, as without.
-  let next: Promise<PageInput> | null = null;
   for (let pageNumber = 1; pageNumber <= total; pageNumber++) {
-    const input = await (next ?? readInput(doc, pageNumber));
-    next = null;
-    const { page, view, annotations } = input;
-    if (pageNumber < total && (input.operators?.fnArray.length ?? 0) <= PREFETCH_MAX_OPERATORS) {
-      next = readInput(doc, pageNumber + 1);
-      // Awaited (and its error thrown) in its turn; never an unhandled rejection meanwhile.
-      next.catch(() => {});
-      // Lets pdf.js start on the next page, up to its first wait, before this page's detection.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    const page = await doc.getPage(pageNumber);
+    const viewport = page.getViewport({ scale: 1 });
+    const view: PageView = {
+      width: viewport.width,
+      height: viewport.height,
+      toView: (x, y) => viewport.convertToViewportPoint(x, y) as [number, number],
+    };
+    const annotations = (await page.getAnnotations({ intent: 'display' })) as WidgetAnnotation[];
     annotated.push({ pageNumber, view, annotations });
-    if (!input.operators) {
-      // A page with fillable widgets says where its fields are: no layout detection there, so
-      // only its text was read, for tags (only a page that may hold one is looked at).
-      const items = input.items;
+    // A page with fillable widgets says where its fields are: no layout detection there, so only
+    // its text is read, for tags.
+    const widgets = annotations.some((a) => a.subtype === 'Widget' && !a.hidden && !a.pushButton);
+    if (widgets) {
+      const content = await page.getTextContent();
+      const items = content.items.filter((item): item is TextItem & typeof item => 'str' in item);
+      // Tags are read page by page (only a page that may hold one is looked at).
       if (items.some((i) => i.str.includes('{'))) tagged.push(...detectTextTags([{ pageNumber, view, items }], warnings));
       page.cleanup();
       pageDone();
       continue;
     }
-    const { items, operators, viewport } = input;
+    // Any other page: the printed page only (widget appearances are the acroform detector's), its
+    // text read from the same operator list (page-text.ts).
+    const operators = await page.getOperatorList({ annotationMode: AnnotationMode.DISABLE });
+    const items = readText(viewport, operators, pageFonts(page));
     const tags = items.some((i) => i.str.includes('{')) ? detectTextTags([{ pageNumber, view, items }], warnings) : [];
     tagged.push(...tags);
     // A page with tags says where its fields are too.

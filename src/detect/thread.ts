@@ -6,6 +6,7 @@
  */
 import { MAX_PAGES } from '../files/limits.js';
 import type { AiConfig } from './ai.js';
+import { inflateOnThisThread } from './inflate.js';
 import { openForDetection } from './open.js';
 import { detectFields } from './pipeline.js';
 import type { DetectionResult } from './types.js';
@@ -19,6 +20,10 @@ export type ThreadMessage =
   | { type: 'error'; unreadable: boolean; message: string; detail?: string };
 
 const post = (message: ThreadMessage) => process.send?.(message);
+
+// pdf.js's streams are inflated on this process's thread, not awaited from Node's thread pool
+// (inflate.ts): this process reads one document, and its parent bounds its time and memory.
+inflateOnThisThread();
 
 export interface ThreadInput {
   data: Uint8Array;
