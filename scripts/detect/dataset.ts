@@ -88,7 +88,7 @@ export function loadDataset(filter?: (file: string) => boolean): DataForm[] {
 }
 
 /** The code that turns a PDF page into what the detector reads: a change to it makes every cached page stale. */
-const READER_SOURCES = ['../../src/detect/layout-page.ts', '../../src/detect/page-text.ts', '../../src/detect/open.ts', '../../src/files/pdfjs.ts', './read-form.ts'].map((f) => path.join(import.meta.dirname, f));
+const READER_SOURCES = ['../../src/detect/layout-page.ts', '../../src/detect/page-text.ts', '../../src/detect/open.ts', '../../src/detect/inflate.ts', '../../src/files/pdfjs.ts', './read-form.ts'].map((f) => path.join(import.meta.dirname, f));
 
 function readerStamp(): string {
   const hash = createHash('sha256').update(`pdfjs-dist ${pdfjsVersion}\n`);

@@ -2,14 +2,17 @@
  * A PDF's pages read as the layout detector reads them (`readPage`: rules, boxes, words, in points
  * of the displayed page), for the data set: the real forms (dataset.ts, widgets stripped) and the
  * synthetic ones (synthetic.ts) go through the same reading, opened as the service opens them
- * (`openForDetection`).
+ * (`openForDetection`), their streams inflated as the detection process inflates them
+ * (`inflateOnThisThread`, while a form is read; Node's inflater is put back after).
  */
 import { AnnotationMode } from '../../src/files/pdfjs.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
+import { inflateOnThisThread } from '../../src/detect/inflate.js';
 import { openForDetection } from '../../src/detect/open.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
+  inflateOnThisThread(true);
   const task = openForDetection(bytes);
   try {
     const doc = await task.promise;
@@ -24,5 +27,6 @@ export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
     return out;
   } finally {
     await task.destroy();
+    inflateOnThisThread(false);
   }
 }
