@@ -11,8 +11,8 @@
  *   the process, except `Uint8Array.prototype.toBase64`: before a run of the base, it is put back
  *   to core-js's when the base's `src/files/pdfjs.ts` does not replace it (code before the eighth
  *   session of 2026-11-29), and back to this checkout's after. Streams are inflated as each one's
- *   detection process inflates them: on this thread (src/detect/inflate.ts) for this checkout, and
- *   for the base when it has that file too; else by Node's `DecompressionStream`.
+ *   detection process inflates them: by its own src/detect/inflate.ts when it has one, else by
+ *   Node's `DecompressionStream`.
  *
  * Prints the medians per page / per round and the median of the rounds' ratios (this / base: below 1,
  * this checkout is faster), after one round of warm-up.
@@ -46,18 +46,20 @@ interface Code {
   openForDetection: typeof thisOpen.openForDetection;
   detectFields: typeof thisPipeline.detectFields;
   toBase64: unknown;
-  /** Its detection process inflates streams on its thread (src/detect/inflate.ts). */
-  inflatesHere: boolean;
+  /** Sets the global `DecompressionStream` its detection process has: its own src/detect/inflate.ts's, or Node's. */
+  inflater: () => void;
 }
 const proto = Uint8Array.prototype as { toBase64?: unknown };
-const ours: Code = { ...thisModel, ...thisOpen, ...thisPipeline, toBase64: proto.toBase64, inflatesHere: true };
+const ours: Code = { ...thisModel, ...thisOpen, ...thisPipeline, toBase64: proto.toBase64, inflater: () => inflateOnThisThread(true) };
+const baseInflate = path.join(base, 'src/detect/inflate.ts');
+const baseInflateOn = fs.existsSync(baseInflate) ? ((await import(baseInflate)) as { inflateOnThisThread: typeof inflateOnThisThread }).inflateOnThisThread : null;
 const baseReplacesBase64 = fs.readFileSync(path.join(base, 'src/files/pdfjs.ts'), 'utf8').includes('restoreFastBase64');
 const theirs: Code = {
   ...((await import(path.join(base, 'src/detect/model.ts'))) as typeof thisModel),
   ...((await import(path.join(base, 'src/detect/open.ts'))) as typeof thisOpen),
   ...((await import(path.join(base, 'src/detect/pipeline.ts'))) as typeof thisPipeline),
   toBase64: baseReplacesBase64 || !CORE_JS_TO_BASE64 ? proto.toBase64 : CORE_JS_TO_BASE64,
-  inflatesHere: fs.existsSync(path.join(base, 'src/detect/inflate.ts')),
+  inflater: () => (baseInflateOn ? baseInflateOn(true) : inflateOnThisThread(false)),
 };
 const codes = [ours, theirs];
 const useBase64 = (code: Code) => Object.defineProperty(Uint8Array.prototype, 'toBase64', { value: code.toBase64, writable: true, enumerable: false, configurable: true });
@@ -72,7 +74,7 @@ async function alternate<T>(items: readonly T[], work: (code: Code, item: T) => 
       for (let k = 0; k < 2; k++) {
         const c = (i + round + k) % 2;
         useBase64(codes[c]!);
-        inflateOnThisThread(codes[c]!.inflatesHere);
+        codes[c]!.inflater();
         const started = performance.now();
         await work(codes[c]!, item);
         sums[c]! += performance.now() - started;
@@ -108,5 +110,5 @@ report(
   }),
 );
 console.log(
-  `(the base's detection ran with ${theirs.toBase64 === CORE_JS_TO_BASE64 ? "core-js's toBase64, as it did" : "this checkout's toBase64"}, its streams inflated ${theirs.inflatesHere ? 'on this thread' : "by Node's DecompressionStream"})`,
+  `(the base's detection ran with ${theirs.toBase64 === CORE_JS_TO_BASE64 ? "core-js's toBase64, as it did" : "this checkout's toBase64"}, its streams inflated ${baseInflateOn ? 'on this thread, by its inflate.ts' : "by Node's DecompressionStream"})`,
 );

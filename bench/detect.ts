@@ -212,9 +212,12 @@ if (ROUNDS > 0 && PART !== 'figures') {
   const baseModule = baseDir && fs.existsSync(baseOpen) ? ((await import(baseOpen)) as { DETECTION_PDF_OPTIONS: object; openForDetection?: typeof openForDetection }) : null;
   const baseOptions = baseModule?.DETECTION_PDF_OPTIONS ?? PDFJS_ALONE_OPTIONS;
   const baseOpener = baseModule?.openForDetection ?? ((data: Uint8Array) => openWithPdfjs(data, baseOptions));
-  // Streams inflated as in each one's process: the detection's on its thread (src/detect/thread.ts), the base's so too when its code
-  // has src/detect/inflate.ts, pdf.js alone by Node's DecompressionStream (on the thread pool) but in the last reference way.
-  const baseInflatesHere = !!baseDir && fs.existsSync(path.resolve(baseDir, 'src/detect/inflate.ts'));
+  // Streams inflated as in each one's process: the detection's on its thread (src/detect/thread.ts), the base's by its own
+  // src/detect/inflate.ts when it has one, pdf.js alone by Node's DecompressionStream (on the thread pool) but in one reference way.
+  const baseInflate = baseDir && fs.existsSync(path.resolve(baseDir, 'src/detect/inflate.ts')) ? ((await import(path.resolve(baseDir, 'src/detect/inflate.ts'))) as { inflateOnThisThread: typeof inflateOnThisThread }).inflateOnThisThread : null;
+  const ours = () => inflateOnThisThread(true);
+  const node = () => inflateOnThisThread(false);
+  const base = () => (baseInflate ? baseInflate(true) : inflateOnThisThread(false));
   const detectMs: number[] = [];
   const baseMs: number[] = [];
   const aloneMs: number[] = [];
@@ -223,15 +226,15 @@ if (ROUNDS > 0 && PART !== 'figures') {
   // Each form is read every way one after the other, so that the ways share the machine's moments of noise (a round takes seconds; a
   // form, tens of milliseconds). The order turns from form to form and round to round, and every other time it runs backwards, so that
   // no way always follows the same other one (and inherits its garbage to collect).
-  type Way = [times: number[], read: (form: StrippedForm) => Promise<unknown>, inflateHere: boolean];
+  type Way = [times: number[], read: (form: StrippedForm) => Promise<unknown>, inflater: () => void];
   const ways: Way[] = [
-    [aloneMs, (form) => pdfjsAlone(form), false],
+    [aloneMs, (form) => pdfjsAlone(form), node],
     // The same with the detection's options (images left undecoded): the ratio if pdf.js's own reading were held to that too.
-    [aloneNoImagesMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS), false],
+    [aloneNoImagesMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS), node],
     // And with its streams inflated on this thread too: pdf.js alone given everything the detection's process gives pdf.js but its port.
-    [aloneAsDetectionMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS), true],
-    [detectMs, (form) => detect(form), true],
-    ...(baseDetectFields ? [[baseMs, (form) => detect(form, baseDetectFields, baseOpener), baseInflatesHere] satisfies Way] : []),
+    [aloneAsDetectionMs, (form) => pdfjsAlone(form, DETECTION_PDF_OPTIONS), ours],
+    [detectMs, (form) => detect(form), ours],
+    ...(baseDetectFields ? [[baseMs, (form) => detect(form, baseDetectFields, baseOpener), base] satisfies Way] : []),
   ];
   for (let round = 0; round < ROUNDS + 1; round++) {
     const sums = ways.map(() => 0);
@@ -239,7 +242,7 @@ if (ROUNDS > 0 && PART !== 'figures') {
       const shift = i + round;
       for (let k = 0; k < ways.length; k++) {
         const w = ((shift % 2 ? ways.length - 1 - k : k) + shift) % ways.length;
-        inflateOnThisThread(ways[w]![2]);
+        ways[w]![2]();
         const t = performance.now();
         await ways[w]![1](form);
         sums[w]! += performance.now() - t;
@@ -263,7 +266,7 @@ if (ROUNDS > 0 && PART !== 'figures') {
   if (baseDir) {
     lines.push(
       '',
-      `The detection of ${baseDir} in the same rounds (streams inflated ${baseInflatesHere ? 'on this thread' : "by Node's DecompressionStream"}): median ${median(baseMs).toFixed(0)} ms, **ratio ${median(baseMs.map((d, i) => d / aloneMs[i]!)).toFixed(2)} ×** (per-round ratios ${baseMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
+      `The detection of ${baseDir} in the same rounds (streams inflated ${baseInflate ? 'on this thread, by its inflate.ts' : "by Node's DecompressionStream"}): median ${median(baseMs).toFixed(0)} ms, **ratio ${median(baseMs.map((d, i) => d / aloneMs[i]!)).toFixed(2)} ×** (per-round ratios ${baseMs.map((d, i) => (d / aloneMs[i]!).toFixed(2)).join(', ')}).`,
     );
   }
   console.log(lines.join('\n'));

@@ -3,7 +3,7 @@
  * of the displayed page), for the data set: the real forms (dataset.ts, widgets stripped) and the
  * synthetic ones (synthetic.ts) go through the same reading, opened as the service opens them
  * (`openForDetection`), their streams inflated as the detection process inflates them
- * (`inflateOnThisThread`, while a form is read; Node's inflater is put back after).
+ * (`inflateOnThisThread`, while a form is read; what was there is put back after).
  */
 import { AnnotationMode } from '../../src/files/pdfjs.js';
 import { readPage, type PageGraphics } from '../../src/detect/layout-page.js';
@@ -12,7 +12,7 @@ import { openForDetection } from '../../src/detect/open.js';
 import { pageFonts, readText } from '../../src/detect/page-text.js';
 
 export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
-  inflateOnThisThread(true);
+  const restore = inflateOnThisThread();
   const task = openForDetection(bytes);
   try {
     const doc = await task.promise;
@@ -27,6 +27,6 @@ export async function readForm(bytes: Uint8Array): Promise<PageGraphics[]> {
     return out;
   } finally {
     await task.destroy();
-    inflateOnThisThread(false);
+    restore();
   }
 }

@@ -95,22 +95,25 @@ for (const form of forms) {
 
 /** The whole detection of `bytes` by `code`: its result without the time, or its error. */
 async function detectWhole(code: WholeCode, bytes: Uint8Array): Promise<string> {
-  code.inflateOnThisThread?.(true);
-  const task = code.openForDetection(bytes.slice());
+  const restore = code.inflateOnThisThread?.();
   try {
-    const { fields, stats } = await code.detectFields((await task.promise) as never);
-    return JSON.stringify({ fields, stats: { ...stats, durationMs: undefined } });
-  } catch (error) {
-    return `error: ${(error as Error).message}`;
+    const task = code.openForDetection(bytes.slice());
+    try {
+      const { fields, stats } = await code.detectFields((await task.promise) as never);
+      return JSON.stringify({ fields, stats: { ...stats, durationMs: undefined } });
+    } catch (error) {
+      return `error: ${(error as Error).message}`;
+    } finally {
+      await task.destroy();
+    }
   } finally {
-    await task.destroy();
-    code.inflateOnThisThread?.(false);
+    restore?.();
   }
 }
 interface WholeCode {
   openForDetection: (data: Uint8Array) => { promise: Promise<unknown>; destroy(): Promise<void> };
   detectFields: (doc: never) => Promise<{ fields: unknown[]; stats: Record<string, unknown> }>;
-  inflateOnThisThread?: (onThisThread?: boolean) => void;
+  inflateOnThisThread?: (onThisThread?: boolean) => () => void;
 }
 let wholeRuns = 0;
 let wholeFields = 0;
@@ -139,7 +142,7 @@ if (args.includes('--whole')) {
       }
       for (const [variant, bytes] of variants) {
         const [a, b] = [await detectWhole(codes[0]!, bytes), await detectWhole(codes[1]!, bytes)];
-        if (a !== b) differ(`${set}/${name} (${variant}): the detections differ:\n  main ${a.slice(0, 400)}\n  here ${b.slice(0, 400)}`);
+        if (a !== b) differ(`${set}/${name} (${variant}): the detections differ:\n  base ${a.slice(0, 400)}\n  here ${b.slice(0, 400)}`);
         wholeRuns++;
         if (b.startsWith('{')) wholeFields += (JSON.parse(b) as { fields: unknown[] }).fields.length;
       }

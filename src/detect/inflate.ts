@@ -21,11 +21,14 @@ const NODE_GLOBAL = Object.getOwnPropertyDescriptor(globalThis, 'DecompressionSt
  * A `DecompressionStream` whose "deflate" format inflates on the calling thread, all at once when
  * its writable side closes (pdf.js writes a stream's bytes in one write, closes, and reads every
  * chunk): nothing comes out before the close. The output is zlib's, as Node's own: a zlib stream
- * inflated whole (anything after its end ignored), and for truncated or corrupt data the same
- * `Error` ("unexpected end of file", "incorrect header check", "incorrect data check"), on the
- * readable side and on the writer's `close`. A chunk that is not an `ArrayBuffer` or a view of one
- * is a TypeError (the Compression Streams standard's rule; Node 20's own would encode a string).
- * The chunks are copied as they are written. Every other format is Node's own stream.
+ * inflated whole, and for truncated or corrupt data the same `Error` ("unexpected end of file",
+ * "incorrect header check", "incorrect data check"), on the readable side and on the writer's
+ * `close`. Bytes after the stream's end are ignored, as Node 20's stream and pdf.js's own inflater
+ * ignore them (later Node versions refuse them, and pdf.js then inflates with its own: the same
+ * bytes). A chunk that is not an `ArrayBuffer` or a view of one is a TypeError (the Compression
+ * Streams standard's rule; Node 20's own would encode a string). The chunks are copied as they are
+ * written, so a stream holds its compressed bytes once more until its close. Every other format is
+ * Node's own stream.
  */
 export class InflateOnThisThread {
   // Assigned for "deflate"; for another format the constructor returns Node's stream instead.
@@ -55,10 +58,14 @@ export class InflateOnThisThread {
 
 /**
  * Makes `InflateOnThisThread` the global `DecompressionStream` (pdf.js looks it up at each stream),
- * or with `false` puts Node's back (the benchmarks time the detection with it and pdf.js alone
- * without).
+ * or with `false` Node's; returns a function that puts back what was there before the call.
  */
-export function inflateOnThisThread(onThisThread = true): void {
+export function inflateOnThisThread(onThisThread = true): () => void {
+  const before = Object.getOwnPropertyDescriptor(globalThis, 'DecompressionStream');
   if (onThisThread) Object.defineProperty(globalThis, 'DecompressionStream', { value: InflateOnThisThread, writable: true, enumerable: false, configurable: true });
   else if (NODE_GLOBAL) Object.defineProperty(globalThis, 'DecompressionStream', NODE_GLOBAL);
+  return () => {
+    if (before) Object.defineProperty(globalThis, 'DecompressionStream', before);
+    else delete (globalThis as { DecompressionStream?: unknown }).DecompressionStream;
+  };
 }

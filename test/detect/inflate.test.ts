@@ -4,8 +4,11 @@
  * inflater on an error.
  */
 import assert from 'node:assert/strict';
+import { fork, type ForkOptions } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, it } from 'node:test';
 import zlib from 'node:zlib';
 import { InflateOnThisThread, inflateOnThisThread } from '../../src/detect/inflate.js';
@@ -44,7 +47,6 @@ const cases: Array<[string, Buffer[]]> = [
   ['truncated', [good.subarray(0, good.length - 100)]],
   ['its checksum missing', [good.subarray(0, good.length - 4)]],
   ['its checksum wrong', [Buffer.concat([good.subarray(0, good.length - 1), Buffer.from([good[good.length - 1]! ^ 1])])]],
-  ['bytes after its end', [Buffer.concat([good, Buffer.from('junk after the end')])]],
   ['no zlib header (raw deflate)', [zlib.deflateRawSync(text)]],
   ['not compressed', [Buffer.from('BT /F1 12 Tf (Hello) Tj ET')]],
 ];
@@ -66,6 +68,14 @@ describe('streams inflated on the detection thread (InflateOnThisThread)', () =>
       }
     });
   }
+
+  it("ignores bytes after the stream's end, as Node 20's stream and pdf.js's own inflater (its fallback where a later Node refuses them) do", async () => {
+    const ours = await inflate(new InflateOnThisThread('deflate'), Buffer.concat([good, Buffer.from('junk after the end')]));
+    assert.equal(ours.error, '');
+    assert.equal(ours.bytes.equals(text), true);
+    const theirs = await inflate(new NodeDecompressionStream('deflate'), Buffer.concat([good, Buffer.from('junk after the end')]));
+    assert.ok(theirs.error ? /junk/i.test(theirs.error) : theirs.bytes.equals(text), JSON.stringify(theirs.error));
+  });
 
   it('inflates what was written, not what the writer changed in its buffer afterwards', async () => {
     const buffer = Buffer.from(good);
@@ -103,17 +113,30 @@ describe('streams inflated on the detection thread (InflateOnThisThread)', () =>
     assert.throws(() => new InflateOnThisThread('zip' as CompressionFormat), (e: Error & { code?: string }) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_VALUE');
   });
 
-  it("is made the global DecompressionStream, and Node's is put back as it was", () => {
+  it("is made the global DecompressionStream, and what was there before is put back", () => {
     const before = Object.getOwnPropertyDescriptor(globalThis, 'DecompressionStream');
-    try {
-      inflateOnThisThread();
-      assert.equal(globalThis.DecompressionStream, InflateOnThisThread);
-      assert.equal(Object.getOwnPropertyDescriptor(globalThis, 'DecompressionStream')!.enumerable, false);
-    } finally {
-      inflateOnThisThread(false);
-    }
+    const restore = inflateOnThisThread();
+    assert.equal(globalThis.DecompressionStream, InflateOnThisThread);
+    assert.equal(Object.getOwnPropertyDescriptor(globalThis, 'DecompressionStream')!.enumerable, false);
+    // Node's again, and back to ours: each call puts back what it found.
+    const restoreOurs = inflateOnThisThread(false);
+    assert.equal(globalThis.DecompressionStream, NodeDecompressionStream);
+    restoreOurs();
+    assert.equal(globalThis.DecompressionStream, InflateOnThisThread);
+    restore();
     assert.deepEqual(Object.getOwnPropertyDescriptor(globalThis, 'DecompressionStream'), before);
     assert.equal(globalThis.DecompressionStream, NodeDecompressionStream);
+  });
+
+  it('is what the detection process (src/detect/thread.ts) has as its DecompressionStream once it is ready', async () => {
+    const probe = path.resolve(import.meta.dirname, '../helpers/decompression-probe.ts');
+    const child = fork(path.resolve(import.meta.dirname, '../../src/detect/thread.ts'), [], { execArgv: ['--import', 'tsx', '--import', pathToFileURL(probe).href], stdio: 'ignore' } as ForkOptions);
+    try {
+      const [message] = (await once(child, 'message')) as [{ type: string; decompressionStream?: string }];
+      assert.deepEqual(message, { type: 'probe', decompressionStream: 'InflateOnThisThread' });
+    } finally {
+      child.kill();
+    }
   });
 
   it("lets pdf.js read corpus forms, as they are and with their widgets stripped, into the same detection as through Node's, and pdf.js does inflate through it", async () => {
@@ -129,14 +152,15 @@ describe('streams inflated on the detection thread (InflateOnThisThread)', () =>
       }
     }
     const detect = async (bytes: Uint8Array, ours: boolean) => {
-      Object.defineProperty(globalThis, 'DecompressionStream', { value: ours ? Counted : NodeDecompressionStream, writable: true, configurable: true, enumerable: false });
+      const restore = inflateOnThisThread(false);
+      if (ours) Object.defineProperty(globalThis, 'DecompressionStream', { value: Counted, writable: true, configurable: true, enumerable: false });
       const task = openForDetection(bytes.slice());
       try {
         const { fields, stats } = await detectFields(await task.promise);
         return JSON.stringify({ fields, warnings: stats.warnings, found: stats.found });
       } finally {
         await task.destroy();
-        inflateOnThisThread(false);
+        restore();
       }
     };
     let layout = 0;
