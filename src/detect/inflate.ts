@@ -1,7 +1,7 @@
 /**
  * pdf.js inflates every Flate stream it reads (a page's content, a form XObject, an embedded font)
  * through the global `DecompressionStream`. Node's runs the inflation on its thread pool, and pdf.js
- * awaits each stream, so the thread that reads the page waits idle for every one of them: about 7 %
+ * awaits each stream, so the thread that reads the page waits idle for every one of them: 5 to 12 %
  * of the detection's time over ../shared/corpus, most of it spent waiting on small streams
  * (bench/README.md, issue 15, "Streams inflated on the detection's own thread").
  *
