@@ -12,6 +12,7 @@
  */
 import { Grid, MAX_BIG, OPTION_WORD, PageModel, PROPOSAL_KINDS, WORD_GLYPH, WORD_LEADER, WORD_TEXT, WORD_UNDERSCORE, type Phrase, type Proposal } from './candidates.js';
 import { type Box, type PageGraphics, type Shape } from './layout-page.js';
+import { CONTEXT_REGIONS, INK_CHANNELS, PageInk } from './ink.js';
 
 /**
  * Whole words (any of `words`, in any case) or, for `stems`, words starting so. JavaScript's `\b`
@@ -132,6 +133,8 @@ export const FEATURE_NAMES: readonly string[] = [
   // Kind and class.
   ...KINDS.map((k) => `kind_${k}`),
   ...CLASSES.map((c) => `cls_${c}`),
+  // What the page prints around it, coarsely (PageInk): per region, per kind of mark.
+  ...CONTEXT_REGIONS.flatMap((r) => INK_CHANNELS.map((c) => `ctx_${r}_${c}`)),
 ];
 
 const overlap = (a1: number, a2: number, b1: number, b2: number) => Math.max(0, Math.min(a2, b2) - Math.max(a1, b1));
@@ -243,6 +246,7 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
   const cellWords = new Map<Proposal, number>();
   const pageWords = model.words.length;
   const pageRules = model.horizontal.length + model.vertical.length;
+  const ink = new PageInk(model, shapes);
   const row = new RowWriter();
   const v = row.values;
   proposals.forEach((p, index) => {
@@ -289,7 +293,7 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
     v[i++] = Math.min(proposals.length, 5000) / 1000;
     for (let k = 0; k < KINDS.length; k++) v[i++] = p.kind === KINDS[k] ? 1 : 0;
     for (let c = 0; c < CLASSES.length; c++) v[i++] = p.cls === CLASSES[c] ? 1 : 0;
-    row.at = i;
+    row.at = ink.around(p, v, i);
     row.copyTo(matrix, index);
   });
   return matrix;

@@ -273,7 +273,10 @@ describe('layout detection: fields', () => {
       assert.ok(side >= 5 && side <= 14 && Math.abs(p.y2 - p.y1 - side) <= 2, `a square of the text's size: ${show([field])}`);
     });
 
-    it('is labelled with the text on its right', { todo: TODO }, async () => {
+    // Met since the model with the ink around a proposal (bench/README.md, "Ink around a
+    // proposal"): a box is found beside the glyph and labelled with the word, though not yet
+    // where the glyph is (the test above).
+    it('is labelled with the text on its right', async () => {
       const field = only(await fieldsOf([{ draw }]));
       assert.match(field.label, /Agree/);
     });
@@ -401,10 +404,10 @@ describe('layout detection: fields', () => {
 
     it('with the label inside at its top', async () => assertFills(await tallBox(), 1));
 
-    // Since the model of the fourth session of 2026-11-28 (text read from the operator list), the
-    // empty run right of the label above the box is accepted too, at 0.422 against the threshold
-    // of 0.36 (the model before: under it): bench/README.md, "Text from the operator list".
-    it('with the label above it, and nothing else', { todo: TODO }, async () => assertFills(await tallBox(), 2));
+    // Met since the model with the ink around a proposal (bench/README.md, "Ink around a
+    // proposal"). The models from the fourth session of 2026-11-28 until then also accepted the
+    // empty run right of the label above the box ("Text from the operator list").
+    it('with the label above it, and nothing else', async () => assertFills(await tallBox(), 2));
   });
 
   it('on a page turned by /Rotate 90, a fill-in line drawn upright for the reader is read at its displayed place', async () => {
