@@ -246,7 +246,7 @@ export function featureMatrix(model: PageModel, proposals: readonly Proposal[]):
   const cellWords = new Map<Proposal, number>();
   const pageWords = model.words.length;
   const pageRules = model.horizontal.length + model.vertical.length;
-  const ink = new PageInk(model, shapes);
+  const ink = new PageInk(model);
   const row = new RowWriter();
   const v = row.values;
   proposals.forEach((p, index) => {

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PageModel } from '../../src/detect/candidates.js';
-import { FEATURE_NAMES } from '../../src/detect/features.js';
+import { PageModel, type Proposal } from '../../src/detect/candidates.js';
+import { FEATURE_NAMES, featureMatrix } from '../../src/detect/features.js';
 import { CONTEXT_REGIONS, GRID_COLS, GRID_ROWS, INK_CHANNELS, PageInk } from '../../src/detect/ink.js';
 import type { Box, PageGraphics, Shape } from '../../src/detect/layout-page.js';
 
@@ -17,8 +17,7 @@ function page(over: Partial<PageGraphics> = {}): PageGraphics {
 }
 
 function featuresOf(g: PageGraphics, box: Box): Record<string, number> {
-  const model = new PageModel(g);
-  const ink = new PageInk(model, g.shapes);
+  const ink = new PageInk(new PageModel(g));
   const v = new Float64Array(N);
   assert.equal(ink.around(box, v, 0), N);
   const out: Record<string, number> = {};
@@ -26,26 +25,32 @@ function featuresOf(g: PageGraphics, box: Box): Record<string, number> {
   return out;
 }
 
-/** The same means, counted cell by cell: every mark spread evenly over the cells it touches. */
+/**
+ * The same means, counted cell by cell: every mark spread evenly over the cells it touches, those
+ * beyond the page in the cells at its edges (this checks the difference array and the integral
+ * image; the tests after it check where marks land against values worked out by hand).
+ */
 function direct(model: PageModel, shapes: readonly Shape[], box: Box): number[] {
   const W = model.page.width;
   const H = model.page.height;
   const cells = INK_CHANNELS.map(() => Array.from({ length: GRID_ROWS }, () => new Array<number>(GRID_COLS).fill(0)));
   const cell = (v: number, n: number) => Math.max(0, Math.min(n - 1, Math.floor(v * n)));
-  const spread = (k: number, x0: number, y0: number, x1: number, y1: number, amount: number) => {
-    if (!(amount > 0)) return;
-    const [c0, c1] = [cell(Math.min(x0, x1) / W, GRID_COLS), cell(Math.max(x0, x1) / W, GRID_COLS)];
-    const [r0, r1] = [cell(Math.min(y0, y1) / H, GRID_ROWS), cell(Math.max(y0, y1) / H, GRID_ROWS)];
-    const d = amount / ((c1 - c0 + 1) * (r1 - r0 + 1));
+  type Amount = (w: number, h: number) => number;
+  const spread = (k: number, x0: number, y0: number, x1: number, y1: number, amount: Amount) => {
+    if (!(amount(x1 - x0, y1 - y0) > 0)) return;
+    const [c0, c1] = [cell(x0 / W, GRID_COLS), cell(x1 / W, GRID_COLS)];
+    const [r0, r1] = [cell(y0 / H, GRID_ROWS), cell(y1 / H, GRID_ROWS)];
+    const d = amount(x1 - x0, y1 - y0) / ((c1 - c0 + 1) * (r1 - r0 + 1));
     for (let r = r0; r <= r1; r++) for (let c = c0; c <= c1; c++) cells[k]![r]![c]! += d;
   };
-  for (const s of model.horizontal) spread(0, s.a, s.at, s.b, s.at, ((s.b - s.a) / W) * GRID_COLS);
-  for (const s of model.vertical) spread(1, s.at, s.a, s.at, s.b, ((s.b - s.a) / H) * GRID_ROWS);
+  const area: Amount = (w, h) => ((w * h) / (W * H)) * GRID_COLS * GRID_ROWS;
+  for (const s of model.horizontal) spread(0, s.a, s.at, s.b, s.at, (w) => (w / W) * GRID_COLS);
+  for (const s of model.vertical) spread(1, s.at, s.a, s.at, s.b, (_, h) => (h / H) * GRID_ROWS);
   for (const s of shapes) {
-    if (s.stroked) spread(2, s.x, s.y, s.x + s.w, s.y + s.h, 1);
-    if (s.filled) spread(3, s.x, s.y, s.x + s.w, s.y + s.h, ((s.w * s.h) / (W * H)) * GRID_COLS * GRID_ROWS);
+    if (s.stroked) spread(2, s.x, s.y, s.x + s.w, s.y + s.h, () => 1);
+    if (s.filled) spread(3, s.x, s.y, s.x + s.w, s.y + s.h, area);
   }
-  for (const w of model.words) spread(4, w.x, w.y, w.x + w.w, w.y + w.h, ((w.w * w.h) / (W * H)) * GRID_COLS * GRID_ROWS);
+  for (const w of model.words) spread(4, w.x, w.y, w.x + w.w, w.y + w.h, area);
   const x = box.x / W;
   const y = box.y / H;
   const x2 = (box.x + box.w) / W;
@@ -110,7 +115,7 @@ describe('ink around a proposal', () => {
         words: Array.from({ length: 60 }, () => ({ x: next() * W, y: next() * H, w: 10 + next() * 80, h: 8 + next() * 4, str: 'Name:', size: 10 })),
       });
       const model = new PageModel(g);
-      const ink = new PageInk(model, g.shapes);
+      const ink = new PageInk(model);
       for (let n = 0; n < 10; n++) {
         const box = { x: next() * W * 1.1 - W * 0.05, y: next() * H * 1.1 - H * 0.05, w: next() * 200, h: next() * 40 };
         const v = new Float64Array(N);
@@ -155,6 +160,68 @@ describe('ink around a proposal', () => {
     for (const k of Object.keys(a)) assert.ok(Math.abs(a[k]! - b[k]!) < 1e-9, `${k}: ${a[k]} against ${b[k]}`);
   });
 
+  it('counts a mark over the whole page as one per cell in every region, and caps a mark of absurd size', () => {
+    // Worked out by hand: a filled box or a word over the whole page puts W·H / (W·H) · 96 · 128
+    // cells of area into 96 · 128 cells, one each.
+    const box = { x: 100, y: 400, w: 200, h: 20 };
+    const whole = { x: 0, y: 0, w: 612, h: 792 };
+    const f = featuresOf(page({ shapes: [{ ...whole, stroked: false, filled: true, fillLevel: 0.5, round: false }], words: [{ ...whole, str: 'x', size: 10 }] }), box);
+    for (const r of CONTEXT_REGIONS) {
+      assert.ok(Math.abs(f[`${r}_fill`]! - 1) < 1e-9, `${r}_fill ${f[`${r}_fill`]}`);
+      assert.ok(Math.abs(f[`${r}_text`]! - 1) < 1e-9, `${r}_text ${f[`${r}_text`]}`);
+    }
+    // A mark of absurd size (a reader may give a word any height) adds at most 100 pages' area:
+    // 100 a cell over the whole grid; an outlined box over all of it, 1 / (96 · 128) a cell. A
+    // shape whose numbers add up to no finite number adds nothing.
+    const huge = { x: -1e150, y: -1e150, w: 1e151, h: 1e151 };
+    const infinite = { x: -1e300, y: -1e300, w: Number.MAX_VALUE, h: Number.MAX_VALUE };
+    const shapes = [huge, infinite].map((b) => ({ ...b, stroked: true, filled: true, fillLevel: 0, round: false }));
+    const g = featuresOf(page({ shapes, words: [{ x: 0, y: 0, w: 1e25, h: 1e25, str: 'x', size: 1e25 }] }), box);
+    for (const r of CONTEXT_REGIONS) {
+      assert.ok(Math.abs(g[`${r}_text`]! - 100) < 1e-6, `${r}_text ${g[`${r}_text`]}`);
+      assert.ok(Math.abs(g[`${r}_fill`]! - 100) < 1e-6, `${r}_fill ${g[`${r}_fill`]}`);
+      assert.ok(Math.abs(g[`${r}_outline`]! - 1 / (GRID_COLS * GRID_ROWS)) < 1e-12, `${r}_outline ${g[`${r}_outline`]}`);
+    }
+    // A rule 750 pt long across the page (612 pt wide) at displayed y 396 (row 64 of 128): 750 / 612
+    // · 96 cell widths in the 96 cells of its row, and the box's row band is rows 64 and 65.
+    const rule = featuresOf(page({ horizontal: [{ a: -50, b: 700, at: 396, width: 1 }] }), { x: 100, y: 396, w: 200, h: 10 });
+    assert.ok(Math.abs(rule.row_hrule! - 750 / 612 / 2) < 1e-9, `row_hrule ${rule.row_hrule}`);
+    assert.ok(Math.abs(rule.a2_hrule!) < 1e-12);
+    // A rule above the page counts in its top row.
+    const above = featuresOf(page({ horizontal: [{ a: 0, b: 612, at: -30, width: 1 }] }), { x: 100, y: 0, w: 200, h: 5 });
+    assert.ok(Math.abs(above.in_hrule! - 1) < 1e-9, `in_hrule ${above.in_hrule}`);
+  });
+
+  it('puts a vertical rule left of a box in its left bands, and an outlined box 40 pt under it in the deeper band below only', () => {
+    const box = { x: 200, y: 300, w: 150, h: 14 };
+    const f = featuresOf(
+      page({
+        vertical: [{ a: 290, b: 330, at: 180, width: 0.5 }],
+        shapes: [{ x: 220, y: 354, w: 60, h: 12, stroked: true, filled: false, fillLevel: 1, round: false }],
+      }),
+      box,
+    );
+    // Where nothing is printed a mean is 0 up to the sums' rounding (about 1e-17).
+    const none = (k: string) => assert.ok(Math.abs(f[k]!) < 1e-12, `${k}: ${f[k]}`);
+    assert.ok(f.l1_vrule! > 0.01 && f.l2_vrule! > 0.01);
+    none('r1_vrule');
+    none('r2_vrule');
+    none('in_vrule');
+    // 0.04 of 792 pt is 31.7 pt: the outlined box (displayed y 354) is past the first band below, within the second.
+    none('b1_outline');
+    assert.ok(f.b2_outline! > 1e-4 && f.near_outline! > 1e-4);
+    none('a2_outline');
+  });
+
+  it('leaves out the shapes of a page too crowded to read, as its words and rules are', () => {
+    const shapes: Shape[] = Array.from({ length: 7000 }, (_, i) => ({ x: (i % 100) * 6, y: Math.floor(i / 100) * 10, w: 4, h: 4, stroked: true, filled: true, fillLevel: 0, round: false }));
+    const model = new PageModel(page({ shapes }));
+    assert.ok(model.overloaded);
+    const v = new Float64Array(N);
+    new PageInk(model).around({ x: 10, y: 10, w: 100, h: 20 }, v, 0);
+    assert.ok(v.every((x) => x === 0));
+  });
+
   it('gives finite values, zero where nothing is printed, for empty pages and boxes off the page or not finite', () => {
     for (const g of [page(), page({ width: 0, height: 0 }), page({ width: Number.NaN, height: 1e12 })]) {
       for (const box of [
@@ -166,10 +233,23 @@ describe('ink around a proposal', () => {
         for (const [k, v] of Object.entries(featuresOf(g, box))) assert.equal(v, 0, `${k} on ${g.width} × ${g.height}`);
       }
     }
-    const hostile = page({
-      shapes: [{ x: 10, y: 10, w: Number.MAX_VALUE, h: Number.MAX_VALUE, stroked: true, filled: true, fillLevel: 0, round: false }],
-      words: [{ x: 10, y: 10, w: 1e300, h: 1e300, str: 'x', size: 10 }],
+    // A page of no size (NaN) reads as 1 × 1 pt.
+    const nan = featuresOf(page({ width: Number.NaN, height: Number.NaN, words: [{ x: 0, y: 0, w: 1, h: 1, str: 'x', size: 1 }] }), { x: 0, y: 0, w: 1, h: 1 });
+    assert.ok(Math.abs(nan.in_text! - 1) < 1e-9, `in_text ${nan.in_text}`);
+  });
+
+  it('keeps every value of the feature matrix finite as float32 on a hostile page', () => {
+    const g = page({
+      horizontal: [{ a: -1e308, b: 1e308, at: 100, width: 1 }],
+      vertical: [{ a: -1e308, b: 1e308, at: 100, width: 1 }],
+      shapes: [{ x: 10, y: 10, w: 1e300, h: 1e300, stroked: true, filled: true, fillLevel: 0, round: false }],
+      words: [
+        { x: 10, y: 10, w: 1e200, h: 1e200, str: 'Name:', size: 1e200 },
+        { x: 20, y: 20, w: 1e200, h: 1e200, str: 'Date:', size: 1e200 },
+      ],
     });
-    for (const [k, v] of Object.entries(featuresOf(hostile, { x: 20, y: 20, w: 50, h: 10 }))) assert.ok(Number.isFinite(v), `${k}: ${v}`);
+    const model = new PageModel(g);
+    const matrix = featureMatrix(model, [{ x: 100, y: 100, w: 100, h: 20, kind: 'line', cls: 'text', label: 'Name:' } as Proposal]);
+    assert.ok(matrix.every((x) => Number.isFinite(x)), 'finite');
   });
 });
