@@ -5,9 +5,10 @@
  * A proposal's context features are the mean of each channel over regions around it
  * (CONTEXT_REGIONS: inside it, bands on its four sides at two depths, a rectangle around its
  * centre, its whole row). Regions are in fractions of the page and read whole cells: a region
- * takes every cell it touches, so a band beside a box includes the cells its edge lies in. They let the trees see the page's conventions near a box (labels whose answers
- * have rules, a table's other cells, an empty band) without a feature that names any of them
- * (bench/README.md, "Ink around a proposal").
+ * takes every cell it touches, so a band beside a box includes the cells its edge lies in. They
+ * let the trees see the page's conventions near a box (labels whose answers have rules, a table's
+ * other cells, an empty band) without a feature that names any of them (bench/README.md, "Ink
+ * around a proposal").
  *
  * Each mark is spread evenly over the cells it covers with a difference array (a mark beyond the
  * page's edges in the cells at its edges), and the regions' sums are read from an integral image,
