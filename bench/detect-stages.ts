@@ -2,8 +2,10 @@
  * Where the time of `detectLayout` goes, per page of ../shared/corpus as the data set cache holds
  * it (`.cache/detect/pages/corpus--*.json`, read by `readPage`): the page read for them and the
  * proposals (candidates.ts `PageModel`, `proposeWith`), their features (features.ts
- * `featuresWith`), the trees (the committed model's field margins of every proposal: `margins`
- * where the code has it, with the model's early cuts where it has them, else `margin` row by row),
+ * `featuresWith`), the trees (the committed model's field margins of every proposal:
+ * `fieldMarginsOf` where the code has it, which adds the second field model and the neighbours'
+ * scores it reads; else `margins`, with the model's early cuts where it has them; else `margin`
+ * row by row),
  * and the whole `detectLayout`. CPU time of this process, medians of BENCH_ROUNDS rounds over all
  * pages.
  *
@@ -31,13 +33,14 @@ interface Code {
   defaultModel: () => { field: unknown; features: string[]; cut?: unknown; cuts?: unknown };
   margin: (set: unknown, row: ArrayLike<number>) => number;
   margins?: (set: unknown, rows: Float32Array, count: number, width: number, cut?: unknown) => Float64Array; // an EarlyCut, or its list (the code since the model has several cuts)
+  fieldMarginsOf?: (model: unknown, page: unknown, proposals: unknown[], matrix: Float32Array) => Float64Array; // the code since the second field model
 }
 
 const load = async (dir: string): Promise<Code> => {
   const candidates = await import(path.join(dir, 'src/detect/candidates.ts'));
   const features = await import(path.join(dir, 'src/detect/features.ts'));
   const model = await import(path.join(dir, 'src/detect/model.ts'));
-  return { dir, PageModel: candidates.PageModel, proposeWith: candidates.proposeWith, featuresWith: features.featuresWith, detectLayout: model.detectLayout, defaultModel: model.defaultModel, margin: model.margin, margins: model.margins };
+  return { dir, PageModel: candidates.PageModel, proposeWith: candidates.proposeWith, featuresWith: features.featuresWith, detectLayout: model.detectLayout, defaultModel: model.defaultModel, margin: model.margin, margins: model.margins, fieldMarginsOf: model.fieldMarginsOf };
 };
 
 const forms = loadDataset((f) => f.startsWith('corpus--'));
@@ -71,7 +74,8 @@ for (let round = 0; round <= ROUNDS; round++) {
       for (let i = 0; i < rows.length; i++) matrix.set(rows[i]!, i * N);
       c = cpu();
       // With the model's early cuts where it has them (one `cut` before, a list `cuts` since; code before any cut ignores the argument).
-      if (code.margins) code.margins(model.field, matrix, rows.length, N, model.cuts ?? model.cut);
+      if (code.fieldMarginsOf) code.fieldMarginsOf(model, graphics, ps, matrix);
+      else if (code.margins) code.margins(model.field, matrix, rows.length, N, model.cuts ?? model.cut);
       else for (let i = 0; i < rows.length; i++) code.margin(model.field, matrix.subarray(i * N, (i + 1) * N));
       trees += cpu() - c;
     }

@@ -3,12 +3,13 @@
 Where the learned layout detector's remaining errors are, out of fold: the figures of
 bench/README.md, "Where the rest of the gap is" and "How far a form's own convention goes".
 Reads what `npm run train:detect` leaves in .cache/detect (the export and folds/oof.npz: every
-proposal's out-of-fold margin, class, placement margin and outcome) and uses train.py's own
+proposal's out-of-fold margin (the second field model's; -inf under its floor; `first`: the first
+model's), class, placement margin and outcome) and uses train.py's own
 functions, so its rules are the ones trained with.
 
     /usr/bin/python3 scripts/detect/analyze.py misses          # missed truth boxes, wrong boxes, printed-nothing conventions
     /usr/bin/python3 scripts/detect/analyze.py calibration     # one calibration table, or one per class or per kind
-    /usr/bin/python3 scripts/detect/analyze.py trees 120 200   # F1 with only the first N field trees (retrains the 5 folds: minutes)
+    /usr/bin/python3 scripts/detect/analyze.py trees 120 200   # F1 of the first field model alone with its first N trees (retrains the 5 folds: minutes)
     /usr/bin/python3 scripts/detect/analyze.py oracle          # F1 with each form's (then each form and kind's) margins shifted by an offset chosen with the truth
 
 With `trees` and a count above train.py's FIELD_ROUNDS, every field model of the run (the inner
@@ -248,7 +249,7 @@ def calibration(d):
 
 
 def trees(d, counts):
-    """Retrains the fold field models as train.py does, and scores each fold with its first N trees."""
+    """Retrains the first fold field models as train.py does, and scores each fold with its first N trees (no second model)."""
     import xgboost as xgb
 
     T.FIELD_ROUNDS = max(T.FIELD_ROUNDS, max(counts))

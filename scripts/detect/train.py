@@ -16,6 +16,12 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    10 in all since the model blind to k and j serves both), and the far negatives those models
    are surest of get weight 0 (`noise_weights`). And a placement model (reg:logistic: the best
    IoU of a proposal near a truth box), trained on the other folds.
+   Then the second field model (SECOND_FLOOR): for fold k, trained on the other folds' proposals
+   that the inner models blind to k and to their own fold score at the floor or more, on their
+   features and their neighbours' scores from those inner models (src/detect/neighbours.ts, run
+   through scripts/detect/neighbours.ts); it scores fold k's proposals that fold k's first model
+   scores at the floor or more, on the neighbours' scores of that model. Its margin is what the
+   steps below call the field margin.
 3. Non-maximum suppression on the out-of-fold scores, page by page; a kept box is right when it
    takes a truth box (IoU >= 0.5) no box kept before it took. Suppression goes by field margin +
    PLACEMENT_WEIGHT x placement margin: for calibration and thresholds over every box above the
@@ -24,8 +30,10 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    Fold k's map is fitted on the kept boxes of the other folds (never on fold k), and so is its
    acceptance threshold (the calibrated probability that maximises F1 there).
 5. The final model: trained on everything (its far negatives weighted by the mean of the inner
-   models' blind scores), its calibration and threshold from all out-of-fold boxes; its class and
-   placement models trained on everything too.
+   models' blind scores), its second model on the real forms' proposals with the neighbours'
+   scores of the out-of-fold first margins, its calibration and threshold from all out-of-fold
+   boxes; its class and placement models trained on everything too. The first model's early cuts
+   stop no proposal that reaches SECOND_FLOOR, out of fold or on the model's own training rows.
 
 Run with Debian's python (python3-xgboost, python3-sklearn):
   /usr/bin/python3 scripts/detect/train.py
@@ -33,6 +41,7 @@ Run with Debian's python (python3-xgboost, python3-sklearn):
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -132,16 +141,26 @@ NMS_CONTAIN = 0.7
 # Boxes scored under this raw probability are never fields: left out of suppression and calibration.
 FLOOR = 0.02
 MATCH_IOU = 0.5
-# The trees' early cuts (src/detect/model.ts, `margins`): a proposal whose margin after the first
-# `after` trees (each of CUTS_AFTER) is under the model's cut there is not walked through the
-# others; it cannot become a field. Each cut (`early_cuts`) is CUT_SAFETY under the lowest partial
-# margin there of the boxes that reach the threshold: out of fold (each scored by the fold model
-# blind to it; for a fold model, the other folds' only) and among the model's own training rows
-# (so that the model gives the same fields with and without the cuts on every page it was
-# trained on). bench/README.md: out of fold, 38 % of the data set's proposals stop after 50 of
-# the 200 trees, and the later cuts stop about two thirds of the others before the last trees.
+# The first field model's early cuts (src/detect/model.ts, `margins`): a proposal whose margin
+# after the first `after` trees (each of CUTS_AFTER) is under the model's cut there is not walked
+# through the others; it cannot become a field. Each cut (`early_cuts`) is CUT_SAFETY under the
+# lowest partial margin there of the proposals whose whole first margin reaches SECOND_FLOOR (those
+# the second model scores): out of fold (each scored by the fold model blind to it; for a fold
+# model, the other folds' only) and among the model's own training rows (so that the model gives
+# the same fields with and without the cuts on every page it was trained on). train.py prints
+# the share of proposals each cut stops out of fold.
 CUTS_AFTER = (50, 75, 100, 125, 150)
 CUT_SAFETY = 0.5
+# The second field model (src/detect/neighbours.ts; stacking, or auto-context): the proposals the
+# first field model scores at SECOND_FLOOR or more (its margin; FLOOR as a probability) are scored
+# again on their features and on how the first model scored the proposals around them (the
+# neighbours' scores). Its training rows get theirs from first scores blind to their repository
+# (`inner_margins`: for fold k's model, the inner model blind to k and to the row's fold; for the
+# final model, the out-of-fold scores), as the rows it scores at run time get theirs from a model
+# that never saw their form. Its margin is the one calibrated, thresholded and ranked.
+SECOND_FLOOR = round(float(np.log(FLOOR / (1 - FLOOR))), 6)
+SECOND_ROUNDS = FIELD_ROUNDS
+NEIGHBOURS_SCRIPT = os.path.join(ROOT, "scripts", "detect", "neighbours.ts")
 
 
 def load():
@@ -399,29 +418,62 @@ def train_class(X, y):
     return xgb.train(CLASS_PARAMS, xgb.DMatrix(X, label=y, nthread=2), CLASS_ROUNDS)
 
 
-def early_cuts(field, X, own, calibration, threshold, blind_partial):
+def early_cuts(field, X, own, blind_partial):
     """
-    A model's cuts, one for each of CUTS_AFTER: CUT_SAFETY under the lowest margin after that
-    many trees of a box reaching `threshold`, among its training rows `own` (scored by itself) and
-    `blind_partial` (a row per cut): the partial margins of the out-of-fold boxes that reached
-    their fold's threshold, each scored by its own fold's model (for fold k's model, the other
-    folds' boxes; for the final model, all of them: the fold models stand in for it on rows it
-    was trained on).
+    A first field model's cuts, one for each of CUTS_AFTER: CUT_SAFETY under the lowest margin
+    after that many trees of a proposal whose whole margin reaches SECOND_FLOOR (which the second
+    model scores), among its training rows `own` (scored by itself) and `blind_partial` (a row per
+    cut): the partial margins of the out-of-fold proposals that reached the floor, each scored by
+    its own fold's model (for fold k's model, the other folds' proposals; for the final model, all
+    of them: the fold models stand in for it on rows it was trained on).
     """
     data = xgb.DMatrix(X[own], nthread=2)
-    reach = apply_calibration(calibration, field.predict(data, output_margin=True)) >= threshold
+    reach = field.predict(data, output_margin=True) >= SECOND_FLOOR
     cuts = []
     for j, after in enumerate(CUTS_AFTER):
         mine = field.predict(data, output_margin=True, iteration_range=(0, after))[reach]
         lowest = float(min(mine.min(initial=np.inf), blind_partial[j].min(initial=np.inf)))
         if not np.isfinite(lowest):
-            sys.exit("train.py: no box reaches the threshold, so the early cuts have nothing to stay under")
+            sys.exit("train.py: no proposal reaches the second model's floor, so the early cuts have nothing to stay under")
         cuts.append(lowest - CUT_SAFETY)
     return cuts
 
 
-def model_json(header, field, classes, placement, calibration, threshold, cuts, trained_on):
+def neighbour_features(margin_sets):
+    """
+    The neighbours' scores (src/detect/neighbours.ts, run by scripts/detect/neighbours.ts: the code
+    detection runs) of every row for each set of first margins (NaN: no margin), and their names.
+    A row's are NaN when its margin is under SECOND_FLOOR.
+    """
+    work = os.path.join(FOLDS_DIR, "neighbours")
+    os.makedirs(work, exist_ok=True)
+    args = []
+    for i, m in enumerate(margin_sets):
+        src, out = os.path.join(work, f"margins-{i}.f64"), os.path.join(work, f"neighbours-{i}.f32")
+        np.asarray(m, dtype="<f8").tofile(src)
+        args += [src, out]
+    node = os.environ.get("NODE", "node")
+    run = subprocess.run([node, "--import", "tsx", NEIGHBOURS_SCRIPT, repr(SECOND_FLOOR)] + args, cwd=ROOT, check=True, capture_output=True, text=True)
+    names = json.loads(run.stdout)
+    sets = []
+    for i in range(len(margin_sets)):
+        out = os.path.join(work, f"neighbours-{i}.f32")
+        sets.append(np.fromfile(out, dtype="<f4").reshape(len(margin_sets[i]), len(names)))
+        os.remove(out)
+        os.remove(os.path.join(work, f"margins-{i}.f64"))
+    return names, sets
+
+
+def train_second(X, around, best_iou, rows, noise):
+    """The second field model, on `rows` (first margin at SECOND_FLOOR or more, blind): is a proposal a field."""
+    weights = np.where(best_iou >= MATCH_IOU, best_iou, 1.0) * noise
+    data = xgb.DMatrix(np.hstack([X[rows], around[rows]]), label=(best_iou[rows] >= MATCH_IOU).astype(float), weight=weights[rows], nthread=2)
+    return xgb.train(FIELD_PARAMS, data, SECOND_ROUNDS)
+
+
+def model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, trained_on):
     base, trees, _ = export_trees(field)
+    sbase, strees, _ = export_trees(second)
     cbase, ctrees, cinfo = export_trees(classes)
     pbase, ptrees, _ = export_trees(placement)
     return {
@@ -435,6 +487,7 @@ def model_json(header, field, classes, placement, calibration, threshold, cuts, 
         "placement": {"baseMargin": round(float(np.log(pbase / (1 - pbase))), 6), "trees": ptrees},
         "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN, "placementWeight": PLACEMENT_WEIGHT},
         "cuts": [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, cuts)],
+        "second": {"floor": SECOND_FLOOR, "names": neighbour_names, "field": {"baseMargin": round(float(np.log(sbase / (1 - sbase))), 6), "trees": strees}},
         "floor": FLOOR,
         "trainedOn": trained_on,
     }
@@ -467,30 +520,48 @@ def main():
     print(f"{len(forms)} forms ({int((form_fold < 0).sum())} synthetic), {len(fold_of)} repositories, {len(rows)} proposals ({label.sum()} fields), {len(truth)} truth boxes")
     print(f"folds (truth boxes): {totals}")
 
-    margins = np.zeros(len(rows))
-    # Out-of-fold margins after the first trees, for each early cut (CUTS_AFTER).
+    # The first field model's out-of-fold margins (NaN on the synthetic rows, which no model scores).
+    first = np.full(len(rows), np.nan)
+    # Out-of-fold margins of the first model after its first trees, for each early cut (CUTS_AFTER).
     partial = np.zeros((len(CUTS_AFTER), len(rows)))
     class_probs = np.zeros((len(rows), len(CLASSES)))
     # Out-of-fold placement margins.
     place = np.zeros(len(rows))
     fold_models = []
     inner = inner_margins(X, best_iou, row_fold, started)
+    noises = []
     for k in range(K):
         train = row_fold != k
         noise = noise_weights(inner[k], best_iou, train)
+        noises.append(noise)
         field = train_field(X[train], best_iou[train], noise[train])
         positive = train & (label == 1)
         classes = train_class(X[positive], truth_cls[positive])
         test = ~train
         held_out = xgb.DMatrix(X[test], nthread=2)
-        margins[test] = field.predict(held_out, output_margin=True)
+        first[test] = field.predict(held_out, output_margin=True)
         for j, after in enumerate(CUTS_AFTER):
             partial[j, test] = field.predict(held_out, output_margin=True, iteration_range=(0, after))
         class_probs[test] = classes.predict(held_out)
         placement = train_placement(X[train], best_iou[train])
         place[test] = placement.predict(held_out, output_margin=True)
-        fold_models.append((field, classes, placement))
+        fold_models.append([field, None, classes, placement])
         print(f"fold {k}: trained on {int(train.sum())} proposals, {time.time() - started:.0f} s")
+
+    # The second field model: fold k's trained on the neighbours' scores of inner[k] (blind to k and
+    # to each row's fold), scoring fold k's rows on those of the out-of-fold first margins.
+    neighbour_names, scores_around = neighbour_features([inner[k] for k in range(K)] + [first])
+    blind_around = scores_around[K]
+    reached = np.nan_to_num(first, nan=-np.inf) >= SECOND_FLOOR
+    margins = np.full(len(rows), -np.inf)
+    for k in range(K):
+        rows_k = real_rows & (row_fold != k) & (np.nan_to_num(inner[k], nan=-np.inf) >= SECOND_FLOOR)
+        second = train_second(X, scores_around[k], best_iou, rows_k, noises[k])
+        test = (row_fold == k) & reached
+        margins[test] = second.predict(xgb.DMatrix(np.hstack([X[test], blind_around[test]]), nthread=2), output_margin=True)
+        fold_models[k][1] = second
+        print(f"fold {k}: second model trained on {int(rows_k.sum())} proposals, {time.time() - started:.0f} s")
+    del scores_around
 
     predicted_class = np.argmax(class_probs, axis=1)
     # Calibration and thresholds are fitted on the boxes that suppression keeps in the order
@@ -523,16 +594,16 @@ def main():
     matched = int((accepted & field_right).sum())
     print(f"out of fold, the same thresholds, suppressed by the field margin alone: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
     # As detection does it: the boxes that reach their threshold, suppressed by field and placement margins.
-    reaching = real_rows & (probs >= thresholds)
+    reaching = real_rows & (probs >= thresholds) & (margins > -np.inf)
     accepted, right_ranked = page_outcomes(header, rows, truth, margins, predicted_class, among=reaching, rank=rank)
     matched = int((accepted & right_ranked).sum())
     print(f"out of fold, suppressed by field and placement margins: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
 
     # The early cuts: from the boxes at or above their threshold (suppressed or not) of the other folds.
-    cuts = [early_cuts(fold_models[k][0], X, row_fold != k, calibrations[k], summary[k], partial[:, reaching & (row_fold != k)]) for k in range(K)]
-    for k, (field, classes, placement) in enumerate(fold_models):
+    cuts = [early_cuts(fold_models[k][0], X, row_fold != k, partial[:, reached & (row_fold != k)]) for k in range(K)]
+    for k, (field, second, classes, placement) in enumerate(fold_models):
         info = trained_on({i for i in range(K) if i != k})
-        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, classes, placement, calibrations[k], summary[k], cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
+        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, second, neighbour_names, classes, placement, calibrations[k], summary[k], cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
     write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary, "cuts": cuts})
     # Where each proposal stops out of fold: the first cut it is under (a proposal under none goes through every tree).
     going = real_rows.copy()
@@ -540,24 +611,26 @@ def main():
         row_cut = np.where(real_rows, np.array([c[j] for c in cuts])[np.maximum(row_fold, 0)], -np.inf)
         stopped = going & (partial[j] < row_cut)
         going &= ~stopped
-        print(f"early cut after {after} trees (margins {', '.join(f'{c[j]:.2f}' for c in cuts)} by fold): {stopped.sum() / max(1, real_rows.sum()):.1%} of the proposals stop there out of fold; boxes at or above the threshold among them: {int((stopped & reaching).sum())} (accepted: {int((stopped & accepted).sum())})")
+        print(f"early cut after {after} trees (margins {', '.join(f'{c[j]:.2f}' for c in cuts)} by fold): {stopped.sum() / max(1, real_rows.sum()):.1%} of the proposals stop there out of fold; proposals at or above the second model's floor among them: {int((stopped & reached).sum())} (accepted: {int((stopped & accepted).sum())})")
     print(f"early cuts: {going.sum() / max(1, real_rows.sum()):.1%} of the proposals go through all {FIELD_ROUNDS} trees out of fold")
     # For diagnosis: every proposal's out-of-fold score and outcome.
     # (fold -1: synthetic rows, never scored: their margins, kept and right mean nothing.)
-    np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold, place=place, accepted=accepted, right_ranked=right_ranked)
+    np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, first=first, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold, place=place, accepted=accepted, right_ranked=right_ranked)
 
     # The final model: everything; its rows' blind scores are the mean of the inner models' that
     # never saw the row's fold; calibrated and thresholded on all out-of-fold boxes.
     blind = np.full(len(rows), np.nan)  # NaN on the synthetic pages: no inner model scored them
     blind[real_rows] = np.nanmean(inner[:, real_rows], axis=0)  # inner[k] is NaN on fold k
-    field = train_field(X, best_iou, noise_weights(blind, best_iou, np.ones(len(rows), dtype=bool)))
+    noise = noise_weights(blind, best_iou, np.ones(len(rows), dtype=bool))
+    field = train_field(X, best_iou, noise)
+    second = train_second(X, blind_around, best_iou, real_rows & reached, noise)
     classes = train_class(X[label == 1], truth_cls[label == 1])
     placement = train_placement(X, best_iou)
     calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
     threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
-    # Its cuts: from its own rows and every fold's boxes that reached their threshold, scored blind.
-    cuts = early_cuts(field, X, np.ones(len(rows), dtype=bool), calibration, threshold, partial[:, reaching])
-    final = model_json(header, field, classes, placement, calibration, threshold, cuts, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
+    # Its cuts: from its own rows and every fold's proposals that reached the floor, scored blind.
+    cuts = early_cuts(field, X, np.ones(len(rows), dtype=bool), partial[:, reached])
+    final = model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
     write_json(MODEL, final)
     print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")
 

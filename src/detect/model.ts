@@ -13,7 +13,8 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FieldType } from '../domain/fields.js';
-import { checkBoxLabelOf, PageModel, proposeWith, type Proposal } from './candidates.js';
+import { checkBoxLabelOf, PageModel, PROPOSAL_KINDS, proposeWith, type Proposal } from './candidates.js';
+import { NEIGHBOUR_NAMES, neighbourFeatures } from './neighbours.js';
 import { FEATURE_NAMES, featureMatrix, featureRows } from './features.js';
 import { lineHeightOf, toField, typeFor } from './layout.js';
 import type { PageGraphics } from './layout-page.js';
@@ -70,6 +71,14 @@ export interface LayoutModel {
    * model's own training rows.
    */
   cuts?: EarlyCut[];
+  /**
+   * The second field model, when the model has one (neighbours.ts): the proposals whose margin from
+   * `field` is at least `floor` are scored again, on their features followed by their
+   * neighbours' scores (`names`, neighbours.ts's NEIGHBOUR_NAMES: how `field` scored the proposals around them),
+   * and that margin is the one calibrated, thresholded and ranked. The others are no fields. The
+   * early cuts stop no proposal whose margin reaches the floor.
+   */
+  second?: { floor: number; names: string[]; field: TreeSet };
 }
 
 export interface EarlyCut {
@@ -143,6 +152,14 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
       return fail('cuts needs a list of early cuts, each with after (a whole number of trees, at least 1, fewer than the field trees and more than the cut before) and a finite margin');
     }
     parsed.cuts = cuts.map((cut) => ({ after: cut!.after!, margin: cut!.margin! }));
+  }
+  if (m.second !== undefined) {
+    const c = m.second as { floor?: unknown; names?: unknown; field?: unknown } | null;
+    if (!c || typeof c !== 'object' || typeof c.floor !== 'number' || !Number.isFinite(c.floor)) return fail('second needs a finite floor');
+    if (!Array.isArray(c.names) || c.names.length !== NEIGHBOUR_NAMES.length || c.names.some((n, i) => n !== NEIGHBOUR_NAMES[i])) {
+      return fail('its second model\'s names are not those of neighbours.ts (NEIGHBOUR_NAMES): retrain it with npm run train:detect');
+    }
+    parsed.second = { floor: c.floor, names: c.names as string[], field: parseTreeSet(c.field, names.length + NEIGHBOUR_NAMES.length, 'second field') };
   }
   return parsed;
 }
@@ -519,12 +536,48 @@ function proposalMatrix(page: PageGraphics): { proposals: Proposal[]; matrix: Fl
   return { proposals, matrix: featureMatrix(read, proposals), read };
 }
 
+/**
+ * The second model's margins (`LayoutModel.second`): of the proposals whose first margin reaches
+ * its floor, scored on their features and their neighbours' scores; -Infinity for the others.
+ */
+function secondMargins(second: NonNullable<LayoutModel['second']>, page: PageGraphics, proposals: readonly Proposal[], matrix: Float32Array, width: number, first: Float64Array): Float64Array {
+  const n = proposals.length;
+  const which: number[] = [];
+  for (let i = 0; i < n; i++) if (first[i]! >= second.floor) which.push(i);
+  const out = new Float64Array(n).fill(-Infinity);
+  if (!which.length) return out;
+  // Boxes in fractions of the page, as the export gives them to train.py.
+  const at = (get: (p: Proposal) => number, size: number) => Float64Array.from(proposals, (p) => get(p) / size);
+  const kinds = Int32Array.from(proposals, (p) => PROPOSAL_KINDS.indexOf(p.kind));
+  const around = neighbourFeatures({ x: at((p) => p.x, page.width), y: at((p) => p.y, page.height), w: at((p) => p.w, page.width), h: at((p) => p.h, page.height), kind: kinds, margin: first, count: n }, second.floor, which);
+  const wide = width + NEIGHBOUR_NAMES.length;
+  const rows = new Float32Array(which.length * wide);
+  which.forEach((i, k) => {
+    rows.set(matrix.subarray(i * width, (i + 1) * width), k * wide);
+    rows.set(around.subarray(k * NEIGHBOUR_NAMES.length, (k + 1) * NEIGHBOUR_NAMES.length), k * wide + width);
+  });
+  const scored = margins(second.field, rows, which.length, wide);
+  which.forEach((i, k) => (out[i] = scored[k]!));
+  return out;
+}
+
+/**
+ * The field margins of a page's proposals (their feature rows end to end in `matrix`): the first
+ * field model's with its early cuts, and where the model has a second one, the second's
+ * (-Infinity for a proposal stopped early or under the second's floor).
+ */
+export function fieldMarginsOf(model: LayoutModel, page: PageGraphics, proposals: readonly Proposal[], matrix: Float32Array): Float64Array {
+  const width = model.features.length;
+  const first = margins(model.field, matrix, proposals.length, width, model.cuts);
+  return model.second ? secondMargins(model.second, page, proposals, matrix, width, first) : first;
+}
+
 /** The layout fields of one page: proposals scored, calibrated, suppressed and thresholded. */
 export function detectLayout(page: PageGraphics, pageNumber: number, model: LayoutModel = defaultModel()): DetectedField[] {
   const { proposals, matrix, read } = proposalMatrix(page);
   const width = model.features.length;
   const rowOf = (i: number) => matrix.subarray(i * width, (i + 1) * width);
-  const fieldMargins = margins(model.field, matrix, proposals.length, width, model.cuts);
+  const fieldMargins = fieldMarginsOf(model, page, proposals, matrix);
   // Only the boxes at or above the threshold can be accepted. The calibration never decreases, so
   // they are the first boxes in the order of their margins: nothing else is sorted or classed.
   const likely: number[] = [];
