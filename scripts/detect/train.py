@@ -16,12 +16,13 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    10 in all since the model blind to k and j serves both), and the far negatives those models
    are surest of get weight 0 (`noise_weights`). And a placement model (reg:logistic: the best
    IoU of a proposal near a truth box), trained on the other folds.
-   Then the second field model (SECOND_FLOOR): for fold k, trained on the other folds' proposals
-   that the inner models blind to k and to their own fold score at the floor or more, on their
-   features and their neighbours' scores from those inner models (src/detect/neighbours.ts, run
-   through scripts/detect/neighbours.ts); it scores fold k's proposals that fold k's first model
-   scores at the floor or more, on the neighbours' scores of that model. Its margin is what the
-   steps below call the field margin.
+   Then the second field model (SECOND_FLOOR, SECOND_SCORED): for fold k, trained on the other
+   folds' proposals that the inner models blind to k and to their own fold score at SECOND_FLOOR
+   or more, on their features and their neighbours' scores from those inner models
+   (src/detect/neighbours.ts, run through scripts/detect/neighbours.ts); it scores fold k's
+   proposals that fold k's first model scores at SECOND_SCORED or more (its early cuts applied, as
+   detection applies them), on the neighbours' scores of that model. Its margin is what the steps
+   below call the field margin.
 3. Non-maximum suppression on the out-of-fold scores, page by page; a kept box is right when it
    takes a truth box (IoU >= 0.5) no box kept before it took. Suppression goes by field margin +
    PLACEMENT_WEIGHT x placement margin: for calibration and thresholds over every box above the
@@ -33,7 +34,7 @@ What it does, deterministically (fixed seeds, 2 threads, no random split):
    models' blind scores), its second model on the real forms' proposals with the neighbours'
    scores of the out-of-fold first margins, its calibration and threshold from all out-of-fold
    boxes; its class and placement models trained on everything too. The first model's early cuts
-   stop no proposal that reaches SECOND_FLOOR, out of fold or on the model's own training rows.
+   stop no proposal that reaches SECOND_SCORED, out of fold or on the model's own training rows.
 
 Run with Debian's python (python3-xgboost, python3-sklearn):
   /usr/bin/python3 scripts/detect/train.py
@@ -141,24 +142,32 @@ NMS_CONTAIN = 0.7
 # Boxes scored under this raw probability are never fields: left out of suppression and calibration.
 FLOOR = 0.02
 MATCH_IOU = 0.5
-# The first field model's early cuts (src/detect/model.ts, `margins`): a proposal whose margin
-# after the first `after` trees (each of CUTS_AFTER) is under the model's cut there is not walked
-# through the others; it cannot become a field. Each cut (`early_cuts`) is CUT_SAFETY under the
-# lowest partial margin there of the proposals whose whole first margin reaches SECOND_FLOOR (those
-# the second model scores): out of fold (each scored by the fold model blind to it; for a fold
-# model, the other folds' only) and among the model's own training rows (so that the model gives
-# the same fields with and without the cuts on every page it was trained on). train.py prints
-# the share of proposals each cut stops out of fold.
+# The field models' early cuts (src/detect/model.ts, `margins`): a proposal whose margin after the
+# first `after` trees (each of CUTS_AFTER) is under the model's cut there is not walked through
+# the others; it cannot become a field. Each cut (`early_cuts`) is CUT_SAFETY under the lowest
+# partial margin there of the rows the model must not stop (the first model: those whose whole
+# first margin reaches SECOND_SCORED, which the second model scores; the second model: the boxes
+# whose calibrated probability reaches the threshold): out of fold (each scored by the fold model
+# blind to it; for a fold model, the other folds' only) and among the model's own training rows
+# (so that the model gives the same fields with and without the cuts on every page it was
+# trained on). train.py prints the share of proposals each cut stops out of fold.
 CUTS_AFTER = (50, 75, 100, 125, 150)
 CUT_SAFETY = 0.5
 # The second field model (src/detect/neighbours.ts; stacking, or auto-context): the proposals the
-# first field model scores at SECOND_FLOOR or more (its margin; FLOOR as a probability) are scored
-# again on their features and on how the first model scored the proposals around them (the
-# neighbours' scores). Its training rows get theirs from first scores blind to their repository
-# (`inner_margins`: for fold k's model, the inner model blind to k and to the row's fold; for the
-# final model, the out-of-fold scores), as the rows it scores at run time get theirs from a model
-# that never saw their form. Its margin is the one calibrated, thresholded and ranked.
+# first field model scores at SECOND_SCORED or more are scored again on their features and on how
+# the first model scored the proposals around them (the neighbours' scores: of the proposals it
+# scores at SECOND_FLOOR or more, FLOOR as a margin). It is trained on the proposals at
+# SECOND_FLOOR or more, and their neighbours' scores come from first scores blind to their
+# repository (`inner_margins`: for fold k's model, the inner model blind to k and to the row's
+# fold; for the final model, the out-of-fold scores), as the rows it scores at run time get theirs
+# from a model that never saw their form. Its margin is the one calibrated, thresholded and
+# ranked. Trained and scored from SECOND_FLOOR, it gained +0.009 and +0.004 F1 over the first
+# model alone (seeds 7 and 8, bench/README.md); trained and scored from -2.5 or -2.2, nothing.
+# Scored only from SECOND_SCORED, with the first model's cuts fitted to keep what reaches it, the
+# cuts stop far more proposals and the F1 is the same: trained as here, scored from SECOND_FLOOR,
+# -2.5 and -1.5, F1 0.734 each time out of fold, detection 1.71, 1.58 and 1.43 x pdf.js alone.
 SECOND_FLOOR = round(float(np.log(FLOOR / (1 - FLOOR))), 6)
+SECOND_SCORED = -1.5
 SECOND_ROUNDS = FIELD_ROUNDS
 NEIGHBOURS_SCRIPT = os.path.join(ROOT, "scripts", "detect", "neighbours.ts")
 
@@ -418,23 +427,23 @@ def train_class(X, y):
     return xgb.train(CLASS_PARAMS, xgb.DMatrix(X, label=y, nthread=2), CLASS_ROUNDS)
 
 
-def early_cuts(field, X, own, blind_partial):
+def early_cuts(model, data, reaches, blind_partial):
     """
-    A first field model's cuts, one for each of CUTS_AFTER: CUT_SAFETY under the lowest margin
-    after that many trees of a proposal whose whole margin reaches SECOND_FLOOR (which the second
-    model scores), among its training rows `own` (scored by itself) and `blind_partial` (a row per
-    cut): the partial margins of the out-of-fold proposals that reached the floor, each scored by
-    its own fold's model (for fold k's model, the other folds' proposals; for the final model, all
-    of them: the fold models stand in for it on rows it was trained on).
+    A field model's cuts, one for each of CUTS_AFTER: CUT_SAFETY under the lowest margin after
+    that many trees of a row that `reaches` (a test of whole margins: for the first model, those
+    at SECOND_FLOOR or more, which the second model scores; for the second, those whose calibrated
+    probability reaches the threshold), among its training rows `data` (a DMatrix, scored by the
+    model itself) and `blind_partial` (a row per cut): the partial margins of the out-of-fold rows
+    that reached, each scored by its own fold's model (for fold k's model, the other folds' rows;
+    for the final model, all of them: the fold models stand in for it on rows it was trained on).
     """
-    data = xgb.DMatrix(X[own], nthread=2)
-    reach = field.predict(data, output_margin=True) >= SECOND_FLOOR
+    reach = reaches(model.predict(data, output_margin=True))
     cuts = []
     for j, after in enumerate(CUTS_AFTER):
-        mine = field.predict(data, output_margin=True, iteration_range=(0, after))[reach]
+        mine = model.predict(data, output_margin=True, iteration_range=(0, after))[reach]
         lowest = float(min(mine.min(initial=np.inf), blind_partial[j].min(initial=np.inf)))
         if not np.isfinite(lowest):
-            sys.exit("train.py: no proposal reaches the second model's floor, so the early cuts have nothing to stay under")
+            sys.exit("train.py: no row reaches what the early cuts must not stop, so they have nothing to stay under")
         cuts.append(lowest - CUT_SAFETY)
     return cuts
 
@@ -471,7 +480,7 @@ def train_second(X, around, best_iou, rows, noise):
     return xgb.train(FIELD_PARAMS, data, SECOND_ROUNDS)
 
 
-def model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, trained_on):
+def model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, second_cuts, trained_on):
     base, trees, _ = export_trees(field)
     sbase, strees, _ = export_trees(second)
     cbase, ctrees, cinfo = export_trees(classes)
@@ -487,7 +496,13 @@ def model_json(header, field, second, neighbour_names, classes, placement, calib
         "placement": {"baseMargin": round(float(np.log(pbase / (1 - pbase))), 6), "trees": ptrees},
         "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN, "placementWeight": PLACEMENT_WEIGHT},
         "cuts": [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, cuts)],
-        "second": {"floor": SECOND_FLOOR, "names": neighbour_names, "field": {"baseMargin": round(float(np.log(sbase / (1 - sbase))), 6), "trees": strees}},
+        "second": {
+            "floor": SECOND_FLOOR,
+            "scoredFrom": SECOND_SCORED,
+            "names": neighbour_names,
+            "field": {"baseMargin": round(float(np.log(sbase / (1 - sbase))), 6), "trees": strees},
+            "cuts": [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, second_cuts)],
+        },
         "floor": FLOOR,
         "trainedOn": trained_on,
     }
@@ -548,18 +563,34 @@ def main():
         fold_models.append([field, None, classes, placement])
         print(f"fold {k}: trained on {int(train.sum())} proposals, {time.time() - started:.0f} s")
 
+    # The first model's early cuts, from the proposals at or above SECOND_SCORED of the other folds;
+    # `seen`: the out-of-fold first margins as detection sees them, -inf where a cut stops one.
+    reached = np.nan_to_num(first, nan=-np.inf) >= SECOND_SCORED
+    reaches_scored = lambda m: m >= SECOND_SCORED
+    cuts = [early_cuts(fold_models[k][0], xgb.DMatrix(X[row_fold != k], nthread=2), reaches_scored, partial[:, reached & (row_fold != k)]) for k in range(K)]
+    first_cut = real_rows & np.any(partial < np.array([[c[j] for c in cuts] for j in range(len(CUTS_AFTER))])[:, np.maximum(row_fold, 0)], axis=0)
+    seen = np.where(first_cut, -np.inf, first)
+
     # The second field model: fold k's trained on the neighbours' scores of inner[k] (blind to k and
     # to each row's fold), scoring fold k's rows on those of the out-of-fold first margins.
-    neighbour_names, scores_around = neighbour_features([inner[k] for k in range(K)] + [first])
+    neighbour_names, scores_around = neighbour_features([inner[k] for k in range(K)] + [seen])
     blind_around = scores_around[K]
-    reached = np.nan_to_num(first, nan=-np.inf) >= SECOND_FLOOR
+    scored_rows = np.nan_to_num(seen, nan=-np.inf) >= SECOND_SCORED
     margins = np.full(len(rows), -np.inf)
+    # Out-of-fold margins of the second model after its first trees, for each of its early cuts.
+    partial_second = np.full((len(CUTS_AFTER), len(rows)), -np.inf)
+    second_rows = []
     for k in range(K):
         rows_k = real_rows & (row_fold != k) & (np.nan_to_num(inner[k], nan=-np.inf) >= SECOND_FLOOR)
         second = train_second(X, scores_around[k], best_iou, rows_k, noises[k])
-        test = (row_fold == k) & reached
-        margins[test] = second.predict(xgb.DMatrix(np.hstack([X[test], blind_around[test]]), nthread=2), output_margin=True)
+        test = (row_fold == k) & scored_rows
+        held_out = xgb.DMatrix(np.hstack([X[test], blind_around[test]]), nthread=2)
+        margins[test] = second.predict(held_out, output_margin=True)
+        for j, after in enumerate(CUTS_AFTER):
+            partial_second[j, test] = second.predict(held_out, output_margin=True, iteration_range=(0, after))
         fold_models[k][1] = second
+        # Its training rows, for its early cuts.
+        second_rows.append(xgb.DMatrix(np.hstack([X[rows_k], scores_around[k][rows_k]]), nthread=2))
         print(f"fold {k}: second model trained on {int(rows_k.sum())} proposals, {time.time() - started:.0f} s")
     del scores_around
 
@@ -599,20 +630,25 @@ def main():
     matched = int((accepted & right_ranked).sum())
     print(f"out of fold, suppressed by field and placement margins: {int(accepted.sum())} accepted, {matched} right: precision {matched / max(1, accepted.sum()):.3f}, recall {matched / real_truth:.3f}")
 
-    # The early cuts: from the boxes at or above their threshold (suppressed or not) of the other folds.
-    cuts = [early_cuts(fold_models[k][0], X, row_fold != k, partial[:, reached & (row_fold != k)]) for k in range(K)]
+    # The second model's early cuts: from the boxes at or above their threshold (suppressed or not).
+    second_cuts = [
+        early_cuts(fold_models[k][1], second_rows[k], lambda m, k=k: apply_calibration(calibrations[k], m) >= summary[k], partial_second[:, reaching & (row_fold != k)])
+        for k in range(K)
+    ]
+    del second_rows
     for k, (field, second, classes, placement) in enumerate(fold_models):
         info = trained_on({i for i in range(K) if i != k})
-        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, second, neighbour_names, classes, placement, calibrations[k], summary[k], cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
-    write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary, "cuts": cuts})
+        write_json(os.path.join(FOLDS_DIR, f"fold-{k}.json"), model_json(header, field, second, neighbour_names, classes, placement, calibrations[k], summary[k], cuts[k], second_cuts[k], {"fold": k, "forms": info["forms"], "syntheticForms": synthetic_forms}))
+    write_json(os.path.join(FOLDS_DIR, "folds.json"), {"k": K, "repositories": dict(sorted(fold_of.items())), "thresholds": summary, "cuts": cuts, "secondCuts": second_cuts})
     # Where each proposal stops out of fold: the first cut it is under (a proposal under none goes through every tree).
-    going = real_rows.copy()
-    for j, after in enumerate(CUTS_AFTER):
-        row_cut = np.where(real_rows, np.array([c[j] for c in cuts])[np.maximum(row_fold, 0)], -np.inf)
-        stopped = going & (partial[j] < row_cut)
-        going &= ~stopped
-        print(f"early cut after {after} trees (margins {', '.join(f'{c[j]:.2f}' for c in cuts)} by fold): {stopped.sum() / max(1, real_rows.sum()):.1%} of the proposals stop there out of fold; proposals at or above the second model's floor among them: {int((stopped & reached).sum())} (accepted: {int((stopped & accepted).sum())})")
-    print(f"early cuts: {going.sum() / max(1, real_rows.sum()):.1%} of the proposals go through all {FIELD_ROUNDS} trees out of fold")
+    for which, fold_cuts, partials, scored, kept_by in (("first", cuts, partial, real_rows, reached), ("second", second_cuts, partial_second, real_rows & scored_rows, reaching)):
+        going = scored.copy()
+        for j, after in enumerate(CUTS_AFTER):
+            row_cut = np.where(real_rows, np.array([c[j] for c in fold_cuts])[np.maximum(row_fold, 0)], -np.inf)
+            stopped = going & (partials[j] < row_cut)
+            going &= ~stopped
+            print(f"{which} model, early cut after {after} trees (margins {', '.join(f'{c[j]:.2f}' for c in fold_cuts)} by fold): {stopped.sum() / max(1, scored.sum()):.1%} of its proposals stop there out of fold; of those it must not stop: {int((stopped & kept_by).sum())} (accepted: {int((stopped & accepted).sum())})")
+        print(f"{which} model, early cuts: {going.sum() / max(1, scored.sum()):.1%} of its proposals go through all its trees out of fold")
     # For diagnosis: every proposal's out-of-fold score and outcome.
     # (fold -1: synthetic rows, never scored: their margins, kept and right mean nothing.)
     np.savez(os.path.join(FOLDS_DIR, "oof.npz"), margins=margins, first=first, classes=predicted_class, kept=kept, right=right, probs=probs, fold=row_fold, place=place, accepted=accepted, right_ranked=right_ranked)
@@ -623,14 +659,18 @@ def main():
     blind[real_rows] = np.nanmean(inner[:, real_rows], axis=0)  # inner[k] is NaN on fold k
     noise = noise_weights(blind, best_iou, np.ones(len(rows), dtype=bool))
     field = train_field(X, best_iou, noise)
-    second = train_second(X, blind_around, best_iou, real_rows & reached, noise)
+    # (on the rows detection would see at SECOND_FLOOR or more: not stopped by a fold model's cut)
+    second = train_second(X, blind_around, best_iou, real_rows & (np.nan_to_num(seen, nan=-np.inf) >= SECOND_FLOOR), noise)
     classes = train_class(X[label == 1], truth_cls[label == 1])
     placement = train_placement(X, best_iou)
     calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
     threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
-    # Its cuts: from its own rows and every fold's proposals that reached the floor, scored blind.
-    cuts = early_cuts(field, X, np.ones(len(rows), dtype=bool), partial[:, reached])
-    final = model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
+    # Its cuts: from its own rows and every fold's rows that reached the floor (the first model's)
+    # or the threshold (the second's), scored blind.
+    cuts = early_cuts(field, xgb.DMatrix(X, nthread=2), reaches_scored, partial[:, reached])
+    own = real_rows & scored_rows
+    second_cuts = early_cuts(second, xgb.DMatrix(np.hstack([X[own], blind_around[own]]), nthread=2), lambda m: apply_calibration(calibration, m) >= threshold, partial_second[:, reaching])
+    final = model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, second_cuts, {"forms": len(forms) - synthetic_forms, "syntheticForms": synthetic_forms, "repositories": len(fold_of)})
     write_json(MODEL, final)
     print(f"model: {MODEL} ({os.path.getsize(MODEL) / 1e6:.2f} MB), threshold {threshold}, {time.time() - started:.0f} s")
 

@@ -73,12 +73,14 @@ export interface LayoutModel {
   cuts?: EarlyCut[];
   /**
    * The second field model, when the model has one (neighbours.ts): the proposals whose margin from
-   * `field` is at least `floor` are scored again, on their features followed by their
-   * neighbours' scores (`names`, neighbours.ts's NEIGHBOUR_NAMES: how `field` scored the proposals around them),
-   * and that margin is the one calibrated, thresholded and ranked. The others are no fields. The
-   * early cuts stop no proposal whose margin reaches the floor.
+   * `field` is at least `scoredFrom` are scored again, on their features followed by their
+   * neighbours' scores (`names`, neighbours.ts's NEIGHBOUR_NAMES: how `field` scored the proposals
+   * around them, those under `floor` counting as probability 0), and that margin is the one
+   * calibrated, thresholded and ranked. The others are no fields. train.py fits the first model's
+   * early cuts (`cuts`) to stop no proposal that reaches `scoredFrom`, and the second model's own
+   * (`second.cuts`) to stop no box that reaches the threshold.
    */
-  second?: { floor: number; names: string[]; field: TreeSet };
+  second?: { floor: number; scoredFrom: number; names: string[]; field: TreeSet; cuts?: EarlyCut[] };
 }
 
 export interface EarlyCut {
@@ -144,24 +146,30 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   // Models before the fifth session of 2026-11-28 had one cut (`cut`): read as a list of one.
   if (m.cut !== undefined && m.cuts !== undefined) return fail('a model has its early cuts as cuts (a list) or, as older models did, one cut; not both');
   const listed = m.cuts !== undefined ? m.cuts : m.cut !== undefined ? [m.cut] : undefined;
-  if (listed !== undefined) {
-    const cuts = listed as Array<Partial<EarlyCut> | null>;
-    const bad = (cut: Partial<EarlyCut> | null, i: number) =>
-      !cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || (i > 0 && !(cut.after! > cuts[i - 1]!.after!)) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin);
-    if (!Array.isArray(cuts) || cuts.some(bad)) {
-      return fail('cuts needs a list of early cuts, each with after (a whole number of trees, at least 1, fewer than the field trees and more than the cut before) and a finite margin');
-    }
-    parsed.cuts = cuts.map((cut) => ({ after: cut!.after!, margin: cut!.margin! }));
-  }
+  if (listed !== undefined) parsed.cuts = parseCuts(listed, field, 'cuts');
   if (m.second !== undefined) {
-    const c = m.second as { floor?: unknown; names?: unknown; field?: unknown } | null;
+    const c = m.second as { floor?: unknown; scoredFrom?: unknown; names?: unknown; field?: unknown; cuts?: unknown } | null;
     if (!c || typeof c !== 'object' || typeof c.floor !== 'number' || !Number.isFinite(c.floor)) return fail('second needs a finite floor');
+    if (typeof c.scoredFrom !== 'number' || !Number.isFinite(c.scoredFrom) || c.scoredFrom < c.floor) return fail('second needs a finite scoredFrom, at least its floor');
     if (!Array.isArray(c.names) || c.names.length !== NEIGHBOUR_NAMES.length || c.names.some((n, i) => n !== NEIGHBOUR_NAMES[i])) {
       return fail('its second model\'s names are not those of neighbours.ts (NEIGHBOUR_NAMES): retrain it with npm run train:detect');
     }
-    parsed.second = { floor: c.floor, names: c.names as string[], field: parseTreeSet(c.field, names.length + NEIGHBOUR_NAMES.length, 'second field') };
+    const secondField = parseTreeSet(c.field, names.length + NEIGHBOUR_NAMES.length, 'second field');
+    parsed.second = { floor: c.floor, scoredFrom: c.scoredFrom, names: c.names as string[], field: secondField };
+    if (c.cuts !== undefined) parsed.second.cuts = parseCuts(c.cuts, secondField, 'second.cuts');
   }
   return parsed;
+}
+
+/** A list of early cuts of the tree set `field` (`where`: where it is in the model, for the message). */
+function parseCuts(listed: unknown, field: TreeSet, where: string): EarlyCut[] {
+  const cuts = listed as Array<Partial<EarlyCut> | null>;
+  const bad = (cut: Partial<EarlyCut> | null, i: number) =>
+    !cut || typeof cut !== 'object' || !Number.isInteger(cut.after) || !(cut.after! >= 1 && cut.after! < field.trees.length) || (i > 0 && !(cut.after! > cuts[i - 1]!.after!)) || typeof cut.margin !== 'number' || !Number.isFinite(cut.margin);
+  if (!Array.isArray(cuts) || cuts.some(bad)) {
+    return fail(`${where} needs a list of early cuts, each with after (a whole number of trees, at least 1, fewer than the field trees and more than the cut before) and a finite margin`);
+  }
+  return cuts.map((cut) => ({ after: cut!.after!, margin: cut!.margin! }));
 }
 
 /** The sum of one tree's leaf for a feature row (in single precision, as XGBoost reads it). */
@@ -536,27 +544,39 @@ function proposalMatrix(page: PageGraphics): { proposals: Proposal[]; matrix: Fl
   return { proposals, matrix: featureMatrix(read, proposals), read };
 }
 
+/** A proposal kind's number, as the export gives it to train.py (its place in PROPOSAL_KINDS). */
+const KIND_INDEX = new Map(PROPOSAL_KINDS.map((k, i) => [k, i]));
+
 /**
  * The second model's margins (`LayoutModel.second`): of the proposals whose first margin reaches
- * its floor, scored on their features and their neighbours' scores; -Infinity for the others.
+ * its `scoredFrom`, scored on their features and their neighbours' scores; -Infinity for the others
+ * and for those its early cuts stop.
  */
 function secondMargins(second: NonNullable<LayoutModel['second']>, page: PageGraphics, proposals: readonly Proposal[], matrix: Float32Array, width: number, first: Float64Array): Float64Array {
   const n = proposals.length;
   const which: number[] = [];
-  for (let i = 0; i < n; i++) if (first[i]! >= second.floor) which.push(i);
+  for (let i = 0; i < n; i++) if (first[i]! >= second.scoredFrom) which.push(i);
   const out = new Float64Array(n).fill(-Infinity);
   if (!which.length) return out;
   // Boxes in fractions of the page, as the export gives them to train.py.
-  const at = (get: (p: Proposal) => number, size: number) => Float64Array.from(proposals, (p) => get(p) / size);
-  const kinds = Int32Array.from(proposals, (p) => PROPOSAL_KINDS.indexOf(p.kind));
-  const around = neighbourFeatures({ x: at((p) => p.x, page.width), y: at((p) => p.y, page.height), w: at((p) => p.w, page.width), h: at((p) => p.h, page.height), kind: kinds, margin: first, count: n }, second.floor, which);
+  const x = new Float64Array(n), y = new Float64Array(n), w = new Float64Array(n), h = new Float64Array(n); // prettier-ignore
+  const kind = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const p = proposals[i]!;
+    x[i] = p.x / page.width;
+    y[i] = p.y / page.height;
+    w[i] = p.w / page.width;
+    h[i] = p.h / page.height;
+    kind[i] = KIND_INDEX.get(p.kind)!;
+  }
+  const around = neighbourFeatures({ x, y, w, h, kind, margin: first, count: n }, second.floor, which);
   const wide = width + NEIGHBOUR_NAMES.length;
   const rows = new Float32Array(which.length * wide);
   which.forEach((i, k) => {
     rows.set(matrix.subarray(i * width, (i + 1) * width), k * wide);
     rows.set(around.subarray(k * NEIGHBOUR_NAMES.length, (k + 1) * NEIGHBOUR_NAMES.length), k * wide + width);
   });
-  const scored = margins(second.field, rows, which.length, wide);
+  const scored = margins(second.field, rows, which.length, wide, second.cuts);
   which.forEach((i, k) => (out[i] = scored[k]!));
   return out;
 }
@@ -564,7 +584,7 @@ function secondMargins(second: NonNullable<LayoutModel['second']>, page: PageGra
 /**
  * The field margins of a page's proposals (their feature rows end to end in `matrix`): the first
  * field model's with its early cuts, and where the model has a second one, the second's
- * (-Infinity for a proposal stopped early or under the second's floor).
+ * (-Infinity for a proposal stopped early or under the second's `scoredFrom`).
  */
 export function fieldMarginsOf(model: LayoutModel, page: PageGraphics, proposals: readonly Proposal[], matrix: Float32Array): Float64Array {
   const width = model.features.length;

@@ -38,6 +38,8 @@ const SURE = 0.5;
 const COLUMN_GAP = 0.1;
 /** Of one size: heights within this share of the proposal's own. */
 const SAME_HEIGHT = 0.15;
+/** Proposals higher than this (a fraction of the page's height) are looked at from anywhere on the page. */
+const TALL = 0.05;
 /** The page's best proposals (n_page_top) and its kind's (n_kind_top): this many. */
 const PAGE_TOP = 10;
 const KIND_TOP = 5;
@@ -81,25 +83,78 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
   // The page: how many sure proposals, and the mean of its best ones.
   let sure = 0;
   for (let i = 0; i < n; i++) if (q[i]! >= SURE) sure++;
-  const pageTop = topMean(q, PAGE_TOP);
+  const pageTop = new TopValues(PAGE_TOP);
+  for (let i = 0; i < n; i++) pageTop.add(q[i]!);
   // Each kind: the mean of its best proposals and its share of sure ones.
-  const byKind = new Map<number, number[]>();
+  const kinds = new Map<number, { top: TopValues; sure: number; count: number }>();
   for (let i = 0; i < n; i++) {
     const k = page.kind[i]!;
-    let list = byKind.get(k);
-    if (!list) byKind.set(k, (list = []));
-    list.push(q[i]!);
+    let of = kinds.get(k);
+    if (!of) kinds.set(k, (of = { top: new TopValues(KIND_TOP), sure: 0, count: 0 }));
+    of.top.add(q[i]!);
+    if (q[i]! >= SURE) of.sure++;
+    of.count++;
   }
   const kindTop = new Map<number, number>();
   const kindShare = new Map<number, number>();
-  for (const [k, list] of byKind) {
-    kindTop.set(k, topMean(list, KIND_TOP));
-    kindShare.set(k, list.filter((v) => v >= SURE).length / list.length);
+  for (const [k, of] of kinds) {
+    kindTop.set(k, of.top.mean());
+    kindShare.set(k, of.sure / of.count);
   }
+  // The live proposals' boxes, probabilities and kinds, copied once into typed arrays: first the
+  // short ones (at most TALL high) in the order of their tops, then the others. The short proposals
+  // on a proposal's row, in its column or over it have their tops in a band around its own.
   const { x, y, w, h } = page;
+  const L = live.length;
+  const isShort = (j: number) => h[j]! <= TALL && Number.isFinite(y[j]!);
+  live.sort((a, b) => +isShort(b) - +isShort(a) || (isShort(a) ? y[a]! - y[b]! : 0) || a - b);
+  let S = 0;
+  while (S < L && isShort(live[S]!)) S++;
+  const lx1 = new Float64Array(L), ly1 = new Float64Array(L), lx2 = new Float64Array(L), ly2 = new Float64Array(L); // prettier-ignore
+  const lw = new Float64Array(L), lh = new Float64Array(L), lq = new Float64Array(L), lk = new Float64Array(L); // prettier-ignore
+  const lIndex = Int32Array.from(live);
+  // A box of no height or width, or not finite, is on every row or column: then every live
+  // proposal is looked at, and in full.
+  let odd = false;
+  for (let t = 0; t < L; t++) {
+    const j = live[t]!;
+    lx1[t] = x[j]!;
+    ly1[t] = y[j]!;
+    lw[t] = w[j]!;
+    lh[t] = h[j]!;
+    lx2[t] = lx1[t]! + lw[t]!;
+    ly2[t] = ly1[t]! + lh[t]!;
+    lq[t] = q[j]!;
+    lk[t] = page.kind[j]!;
+    if (!(lh[t]! > 0 && lw[t]! > 0 && Number.isFinite(ly2[t]!) && Number.isFinite(lx2[t]!) && Number.isFinite(lx1[t]!))) odd = true;
+  }
+  // Each kind's live proposals, the most probable first (c_similar_max: the first that qualifies).
+  const byProbability = new Map<number, number[]>();
+  for (let t = 0; t < L; t++) {
+    let list = byProbability.get(lk[t]!);
+    if (!list) byProbability.set(lk[t]!, (list = []));
+    list.push(t);
+  }
+  for (const list of byProbability.values()) list.sort((a, b) => lq[b]! - lq[a]! || a - b);
+  /** The first short live proposal (in top order) whose top is at least `v`, or S. */
+  const firstTopFrom = (v: number) => {
+    let lo = 0;
+    let hi = S;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ly1[mid]! < v) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const iouWith = (t: number, ix1: number, iy1: number, ix2: number, iy2: number, areaI: number) => {
+    const inter = Math.max(0, Math.min(ix2, lx2[t]!) - Math.max(ix1, lx1[t]!)) * Math.max(0, Math.min(iy2, ly2[t]!) - Math.max(iy1, ly1[t]!));
+    const union = areaI + lw[t]! * lh[t]! - inter;
+    return union > 0 ? inter / union : 0;
+  };
   for (let r = 0; r < which.length; r++) {
     const i = which[r]!;
-    const ix1 = x[i]!, iy1 = y[i]!, iw = w[i]!, ih = h[i]!; // prettier-ignore
+    const ix1 = x[i]!, iy1 = y[i]!, iw = w[i]!, ih = h[i]!, ik = page.kind[i]!; // prettier-ignore
     const ix2 = ix1 + iw;
     const iy2 = iy1 + ih;
     const areaI = iw * ih;
@@ -108,14 +163,22 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
     let rowSure = 0;
     let colMax = 0;
     let simMax = 0;
-    for (const j of live) {
-      if (j === i) continue;
-      const qj = q[j]!;
-      const jx1 = x[j]!, jy1 = y[j]!, jw = w[j]!, jh = h[j]!; // prettier-ignore
-      const jx2 = jx1 + jw;
-      const jy2 = jy1 + jh;
-      const ox = Math.max(0, Math.min(ix2, jx2) - Math.max(ix1, jx1));
-      const oy = Math.max(0, Math.min(iy2, jy2) - Math.max(iy1, jy1));
+    // Overlapping it, on its row or within COLUMN_GAP above or below it: of the short ones, those
+    // with a top from iy1 - COLUMN_GAP - TALL to iy2 + COLUMN_GAP; and every tall one (every one
+    // of all, when some box is odd or this one is).
+    const whole: boolean = odd || !(ih > 0 && iw > 0 && Number.isFinite(iy2) && Number.isFinite(ix2));
+    const from: number = whole ? 0 : firstTopFrom(iy1 - COLUMN_GAP - TALL);
+    const to: number = whole ? S : firstTopFrom(iy2 + COLUMN_GAP);
+    const end = to + (L - S);
+    for (let u: number = from; u < end; u++) {
+      const t = u < to ? u : S + (u - to);
+      if (lIndex[t] === i) continue;
+      const ox = Math.max(0, Math.min(ix2, lx2[t]!) - Math.max(ix1, lx1[t]!));
+      const oy = Math.max(0, Math.min(iy2, ly2[t]!) - Math.max(iy1, ly1[t]!));
+      // Neither on its row nor in its column nor over it (of boxes with a size, not odd).
+      if (ox === 0 && oy === 0 && !whole) continue;
+      const qj = lq[t]!;
+      const jw = lw[t]!, jh = lh[t]!; // prettier-ignore
       const inter = ox * oy;
       const union = areaI + jw * jh - inter;
       const iou = union > 0 ? inter / union : 0;
@@ -128,30 +191,50 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
         if (qj > rowMax) rowMax = qj;
         if (qj >= SURE) rowSure++;
       }
-      const gap = Math.max(jy1 - iy2, iy1 - jy2);
-      if (ox >= 0.5 * Math.min(iw, jw) && gap < COLUMN_GAP && qj > colMax) colMax = qj;
-      if (page.kind[j] === page.kind[i] && Math.abs(ih - jh) <= SAME_HEIGHT * ih && qj > simMax) simMax = qj;
+      if (qj > colMax && ox >= 0.5 * Math.min(iw, jw) && Math.max(ly1[t]! - iy2, iy1 - ly2[t]!) < COLUMN_GAP) colMax = qj;
+    }
+    // Of its kind and height, apart from it, anywhere on the page: the most probable.
+    for (const t of byProbability.get(ik) ?? []) {
+      if (lIndex[t] === i || !(Math.abs(ih - lh[t]!) <= SAME_HEIGHT * ih)) continue;
+      if (iouWith(t, ix1, iy1, ix2, iy2, areaI) < APART_IOU) {
+        simMax = lq[t]!;
+        break;
+      }
     }
     const o = r * width;
-    const k = page.kind[i]!;
     out[o] = q[i]!;
     out[o + 1] = ovlMax;
     out[o + 2] = q[i]! - ovlMax;
     out[o + 3] = rowMax;
     out[o + 4] = Math.log1p(rowSure);
     out[o + 5] = colMax;
-    out[o + 6] = kindTop.get(k)!;
-    out[o + 7] = kindShare.get(k)!;
+    out[o + 6] = kindTop.get(ik)!;
+    out[o + 7] = kindShare.get(ik)!;
     out[o + 8] = simMax;
     out[o + 9] = Math.log1p(sure);
-    out[o + 10] = pageTop;
+    out[o + 10] = pageTop.mean();
   }
   return out;
 }
 
-/** The mean of the `k` largest values (of all of them when there are fewer). */
-function topMean(values: ArrayLike<number>, k: number): number {
-  const sorted = Array.from(values).sort((a, b) => b - a);
-  const top = sorted.slice(0, k);
-  return top.length ? top.reduce((s, v) => s + v, 0) / top.length : 0;
+/** The `k` largest of the values added, largest first. */
+class TopValues {
+  private readonly top: number[] = [];
+  constructor(private readonly k: number) {}
+
+  add(v: number): void {
+    const top = this.top;
+    if (top.length === this.k && !(v > top[top.length - 1]!)) return;
+    let at = top.length === this.k ? top.length - 1 : top.length;
+    while (at > 0 && top[at - 1]! < v) {
+      top[at] = top[at - 1]!;
+      at--;
+    }
+    top[at] = v;
+  }
+
+  /** Their mean (added largest first), 0 when none was added. */
+  mean(): number {
+    return this.top.length ? this.top.reduce((s, v) => s + v, 0) / this.top.length : 0;
+  }
 }

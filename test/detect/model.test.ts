@@ -80,9 +80,7 @@ describe('the committed model on generated pages', () => {
       const band = { x: x1 / 612, y: bottom - 14 / 792, width: (x2 - x1) / 612, height: 14 / 792 };
       const field = text.find((f) => iou(f.rect, band) >= 0.5);
       assert.ok(field, `a field on the rule of ${label}: ${show(text)}`);
-      // At least even odds. (0.6 until the second field model: it reads that several placements of
-      // one rule score high, of which only one can be right, and "Full name:" came out at 0.526.)
-      assert.ok(field.confidence >= 0.5, `${label}: confidence ${field.confidence}`);
+      assert.ok(field.confidence >= 0.6, `${label}: confidence ${field.confidence}`);
       assert.equal(field.label, label);
     }
     // Types from the labels.
@@ -353,16 +351,37 @@ describe('the tree evaluator', () => {
     assert.ok(model.second && model.second.field.trees.length > 0 && Number.isFinite(model.second.floor));
     assert.deepEqual(model.second.names, [...NEIGHBOUR_NAMES]);
     const json = committed();
-    const second = json.second as { floor: number; names: string[]; field: { baseMargin: number; trees: Tree[] } };
+    const second = json.second as { floor: number; scoredFrom: number; names: string[]; field: { baseMargin: number; trees: Tree[] } };
     assert.throws(() => parseModel({ ...json, second: { ...second, names: second.names.slice(1) } }), /NEIGHBOUR_NAMES/);
     assert.throws(() => parseModel({ ...json, second: { ...second, names: [...second.names].reverse() } }), /NEIGHBOUR_NAMES/);
     for (const floor of [undefined, null, Infinity, '-3']) assert.throws(() => parseModel({ ...json, second: { ...second, floor } }), /finite floor/, String(floor));
+    for (const scoredFrom of [undefined, NaN, second.floor - 1, '-2']) assert.throws(() => parseModel({ ...json, second: { ...second, scoredFrom } }), /scoredFrom/, String(scoredFrom));
     const past = FEATURE_NAMES.length + NEIGHBOUR_NAMES.length;
     const tree: Tree = { f: [past, -1, -1], v: [0.5, 0, 1], l: [1, -1, -1], r: [2, -1, -1], d: [0, 0, 0] };
-    assert.throws(() => parseModel({ ...json, second: { ...second, field: { baseMargin: 0, trees: [tree] } } }), /splits on feature/);
-    assert.ok(parseModel({ ...json, second: { ...second, field: { baseMargin: 0, trees: [{ ...tree, f: [past - 1, -1, -1] }] } } }).second);
+    // (A one-tree second model, without the committed model's cuts, which come after more trees.)
+    const { cuts: _cuts, ...secondUncut } = second as typeof second & { cuts?: unknown };
+    assert.throws(() => parseModel({ ...json, second: { ...secondUncut, field: { baseMargin: 0, trees: [tree] } } }), /splits on feature/);
+    assert.ok(parseModel({ ...json, second: { ...secondUncut, field: { baseMargin: 0, trees: [{ ...tree, f: [past - 1, -1, -1] }] } } }).second);
+    assert.throws(() => parseModel({ ...json, second: { ...second, field: { baseMargin: 0, trees: [{ ...tree, f: [past - 1, -1, -1] }] } } }), /second.cuts needs/, 'cuts past its trees');
     const { second: _, ...firstOnly } = json;
     assert.equal(parseModel(firstOnly).second, undefined);
+    // Its own early cuts, checked as the first model's are.
+    assert.ok(model.second.cuts && model.second.cuts.length >= 2, JSON.stringify(model.second.cuts));
+    const trees = second.field.trees.length;
+    for (const cut of [{ after: 0, margin: -3 }, { after: trees, margin: -3 }, { after: 50, margin: null }, null]) {
+      assert.throws(() => parseModel({ ...json, second: { ...second, cuts: [cut] } }), /second.cuts needs/, JSON.stringify(cut));
+    }
+    assert.equal(parseModel({ ...json, second: secondUncut }).second!.cuts, undefined);
+  });
+
+  it('detectLayout uses the second model\'s cuts: the same fields with and without them; a cut above every margin leaves no field', async () => {
+    const page = await graphicsOf(await membershipForm());
+    const model = defaultModel();
+    const { cuts: _, ...uncut } = model.second!;
+    const fields = detectLayout(page, 1, model);
+    assert.ok(fields.length >= LINES.length, show(fields));
+    assert.deepEqual(fields, detectLayout(page, 1, { ...model, second: uncut }));
+    assert.deepEqual(detectLayout(page, 1, { ...model, second: { ...uncut, cuts: [{ after: 50, margin: 1e9 }] } }), []);
   });
 
   it('detectLayout accepts by the second model\'s margin: one that rejects everything finds nothing, one that keeps the first model\'s sure boxes keeps only them', async () => {

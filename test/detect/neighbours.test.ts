@@ -99,6 +99,24 @@ describe('neighbours: the first model scores around a proposal', () => {
     assert.equal(neighbourFeatures(pageOf([]), FLOOR, []).length, 0);
   });
 
+  it('gives, on random pages, what a plain count over every pair of proposals gives', () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (let round = 0; round < 40; round++) {
+      const n = 1 + Math.floor(random() * 300);
+      const ps: P[] = Array.from({ length: n }, () => {
+        // Mostly short boxes, some tall ones (past TALL), in rows and columns that repeat.
+        const tall = random() < 0.05;
+        return { x: Math.floor(random() * 20) / 20, y: Math.floor(random() * 60) / 60 + random() * 0.004, w: 0.02 + random() * 0.3, h: tall ? 0.06 + random() * 0.3 : 0.008 + random() * 0.03, kind: Math.floor(random() * 4), p: random() };
+      });
+      const margins = ps.map((p) => (random() < 0.1 ? -Infinity : logit(p.p)));
+      const which = ps.map((_, i) => i).filter((i) => margins[i]! >= logit(0.1));
+      const fast = neighbourFeatures(pageOf(ps, margins), FLOOR, which);
+      const plain = plainCount(ps, margins, which);
+      assert.deepEqual(Array.from(fast), Array.from(plain), `round ${round}`);
+    }
+  });
+
   it('stays finite on hostile numbers', () => {
     const ps: P[] = [
       { x: Number.NaN, y: 0, w: 1, h: 1, p: 0.5 },
@@ -110,3 +128,53 @@ describe('neighbours: the first model scores around a proposal', () => {
     assert.ok(out.every(Number.isFinite), Array.from(out).join(' '));
   });
 });
+
+/**
+ * The neighbours' scores counted plainly: every live proposal against every proposal asked for,
+ * sorts for the best ones (a second implementation, for the test above).
+ */
+function plainCount(ps: readonly P[], margins: readonly number[], which: readonly number[]): Float32Array {
+  const q = margins.map((m) => (m >= FLOOR ? 1 / (1 + Math.exp(-m)) : 0));
+  const live = ps.map((_, i) => i).filter((i) => margins[i]! >= FLOOR);
+  const mean = (vs: number[], k: number) => {
+    const top = [...vs].sort((a, b) => b - a).slice(0, k);
+    return top.length ? top.reduce((s, v) => s + v, 0) / top.length : 0;
+  };
+  const kindOf = (i: number) => ps[i]!.kind ?? 0;
+  const out = new Float32Array(which.length * NEIGHBOUR_NAMES.length);
+  which.forEach((i, r) => {
+    const a = ps[i]!;
+    let overlap = 0, row = 0, rowSure = 0, column = 0, similar = 0; // prettier-ignore
+    for (const j of live) {
+      if (j === i) continue;
+      const b = ps[j]!;
+      const ox = Math.max(0, Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x));
+      const oy = Math.max(0, Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y));
+      const iou = (ox * oy) / (a.w * a.h + b.w * b.h - ox * oy);
+      if (iou >= 0.3) overlap = Math.max(overlap, q[j]!);
+      if (iou >= 0.05) continue;
+      if (oy >= 0.5 * Math.min(a.h, b.h)) {
+        row = Math.max(row, q[j]!);
+        if (q[j]! >= 0.5) rowSure++;
+      }
+      if (ox >= 0.5 * Math.min(a.w, b.w) && Math.max(b.y - (a.y + a.h), a.y - (b.y + b.h)) < 0.1) column = Math.max(column, q[j]!);
+      if (kindOf(j) === kindOf(i) && Math.abs(a.h - b.h) <= 0.15 * a.h) similar = Math.max(similar, q[j]!);
+    }
+    const sameKind = ps.map((_, k) => k).filter((k) => kindOf(k) === kindOf(i));
+    const values = [
+      q[i]!,
+      overlap,
+      q[i]! - overlap,
+      row,
+      Math.log1p(rowSure),
+      column,
+      mean(sameKind.map((k) => q[k]!), 5),
+      sameKind.filter((k) => q[k]! >= 0.5).length / sameKind.length,
+      similar,
+      Math.log1p(q.filter((v) => v >= 0.5).length),
+      mean(q, 10),
+    ];
+    out.set(values, r * NEIGHBOUR_NAMES.length);
+  });
+  return out;
+}
