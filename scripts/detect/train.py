@@ -431,7 +431,7 @@ def early_cuts(model, data, reaches, blind_partial):
     """
     A field model's cuts, one for each of CUTS_AFTER: CUT_SAFETY under the lowest margin after
     that many trees of a row that `reaches` (a test of whole margins: for the first model, those
-    at SECOND_FLOOR or more, which the second model scores; for the second, those whose calibrated
+    at SECOND_SCORED or more, which the second model scores; for the second, those whose calibrated
     probability reaches the threshold), among its training rows `data` (a DMatrix, scored by the
     model itself) and `blind_partial` (a row per cut): the partial margins of the out-of-fold rows
     that reached, each scored by its own fold's model (for fold k's model, the other folds' rows;
@@ -665,8 +665,8 @@ def main():
     placement = train_placement(X, best_iou)
     calibration = calibrate(margins[kept & real_rows], right[kept & real_rows])
     threshold = best_threshold(apply_calibration(calibration, margins[kept & real_rows]), right[kept & real_rows], real_truth)
-    # Its cuts: from its own rows and every fold's rows that reached the floor (the first model's)
-    # or the threshold (the second's), scored blind.
+    # Its cuts: from its own rows and every fold's rows that reached SECOND_SCORED (the first
+    # model's) or the threshold (the second's), scored blind.
     cuts = early_cuts(field, xgb.DMatrix(X, nthread=2), reaches_scored, partial[:, reached])
     own = real_rows & scored_rows
     second_cuts = early_cuts(second, xgb.DMatrix(np.hstack([X[own], blind_around[own]]), nthread=2), lambda m: apply_calibration(calibration, m) >= threshold, partial_second[:, reaching])

@@ -75,7 +75,7 @@ export interface LayoutModel {
    * The second field model, when the model has one (neighbours.ts): the proposals whose margin from
    * `field` is at least `scoredFrom` are scored again, on their features followed by their
    * neighbours' scores (`names`, neighbours.ts's NEIGHBOUR_NAMES: how `field` scored the proposals
-   * around them, those under `floor` counting as probability 0), and that margin is the one
+   * around them, those under `floor` or stopped by its cuts counting as probability 0), and that margin is the one
    * calibrated, thresholded and ranked. The others are no fields. train.py fits the first model's
    * early cuts (`cuts`) to stop no proposal that reaches `scoredFrom`, and the second model's own
    * (`second.cuts`) to stop no box that reaches the threshold.

@@ -40,6 +40,8 @@ const COLUMN_GAP = 0.1;
 const SAME_HEIGHT = 0.15;
 /** Proposals higher than this (a fraction of the page's height) are looked at from anywhere on the page. */
 const TALL = 0.05;
+/** The band of tops a proposal looks at is this much wider on each side than its tests need. */
+const EDGE = 1e-6;
 /** The page's best proposals (n_page_top) and its kind's (n_kind_top): this many. */
 const PAGE_TOP = 10;
 const KIND_TOP = 5;
@@ -106,10 +108,11 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
   // on a proposal's row, in its column or over it have their tops in a band around its own.
   const { x, y, w, h } = page;
   const L = live.length;
-  const isShort = (j: number) => h[j]! <= TALL && Number.isFinite(y[j]!);
-  live.sort((a, b) => +isShort(b) - +isShort(a) || (isShort(a) ? y[a]! - y[b]! : 0) || a - b);
+  const short = new Uint8Array(n);
+  for (const j of live) short[j] = +(h[j]! <= TALL && Number.isFinite(y[j]!));
+  live.sort((a, b) => short[b]! - short[a]! || (short[a] ? y[a]! - y[b]! : 0) || a - b);
   let S = 0;
-  while (S < L && isShort(live[S]!)) S++;
+  while (S < L && short[live[S]!]) S++;
   const lx1 = new Float64Array(L), ly1 = new Float64Array(L), lx2 = new Float64Array(L), ly2 = new Float64Array(L); // prettier-ignore
   const lw = new Float64Array(L), lh = new Float64Array(L), lq = new Float64Array(L), lk = new Float64Array(L); // prettier-ignore
   const lIndex = Int32Array.from(live);
@@ -164,11 +167,13 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
     let colMax = 0;
     let simMax = 0;
     // Overlapping it, on its row or within COLUMN_GAP above or below it: of the short ones, those
-    // with a top from iy1 - COLUMN_GAP - TALL to iy2 + COLUMN_GAP; and every tall one (every one
-    // of all, when some box is odd or this one is).
+    // with a top from about iy1 - COLUMN_GAP - TALL to iy2 + COLUMN_GAP; and every tall one (every
+    // one of all, when some box is odd or this one is).
     const whole: boolean = odd || !(ih > 0 && iw > 0 && Number.isFinite(iy2) && Number.isFinite(ix2));
-    const from: number = whole ? 0 : firstTopFrom(iy1 - COLUMN_GAP - TALL);
-    const to: number = whole ? S : firstTopFrom(iy2 + COLUMN_GAP);
+    // (The band is EDGE wider on each side than the tests below need, so that a top on its edge,
+    // where the tests' own rounding decides, is always tested.)
+    const from: number = whole ? 0 : firstTopFrom(iy1 - COLUMN_GAP - TALL - EDGE);
+    const to: number = whole ? S : firstTopFrom(iy2 + COLUMN_GAP + EDGE);
     const end = to + (L - S);
     for (let u: number = from; u < end; u++) {
       const t = u < to ? u : S + (u - to);

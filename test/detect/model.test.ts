@@ -23,7 +23,7 @@ describe('the committed layout model', () => {
     assert.ok(model.threshold > 0 && model.threshold < 1);
   });
 
-  // Two field models of 200 trees since the second (neighbours.ts): 2.06 MB when it came.
+  // Two field models of 200 trees since the second (neighbours.ts): 2.02 MB when it came.
   it('is small enough to commit (under 2.5 MB)', () => {
     assert.ok(fs.statSync(modelPath()).size < 2_500_000);
   });

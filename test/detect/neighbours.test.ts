@@ -117,6 +117,22 @@ describe('neighbours: the first model scores around a proposal', () => {
     }
   });
 
+  it('gives the plain count on pages in whole points, where tops fall on the edges of the band, and with a box that makes it look at every one', () => {
+    let seed = 11;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const pt = (v: number) => Math.round(v) / 1000;
+    for (let round = 0; round < 60; round++) {
+      const n = 2 + Math.floor(random() * 200);
+      const ps: P[] = Array.from({ length: n }, () => ({ x: pt(random() * 900), y: pt(random() * 900), w: pt(5 + random() * 200), h: pt(random() < 0.1 ? 50 : 5 + random() * 45), kind: Math.floor(random() * 3), p: random() }));
+      // Tops exactly 0.1 (and 0.15) of the page below another box's bottom.
+      for (let k = 0; k + 1 < n; k += 7) ps[k + 1] = { ...ps[k + 1]!, x: ps[k]!.x, y: pt(ps[k]!.y * 1000 + ps[k]!.h * 1000 + (k % 14 ? 100 : 150)) };
+      if (round % 3 === 0) ps.push({ x: 0.5, y: 0.5, w: 0, h: 0.01, p: 0.9 });
+      const margins = ps.map((p) => logit(p.p));
+      const which = ps.map((_, i) => i).filter((i) => margins[i]! >= logit(0.1));
+      assert.deepEqual(Array.from(neighbourFeatures(pageOf(ps, margins), FLOOR, which)), Array.from(plainCount(ps, margins, which)), `round ${round}`);
+    }
+  });
+
   it('stays finite on hostile numbers', () => {
     const ps: P[] = [
       { x: Number.NaN, y: 0, w: 1, h: 1, p: 0.5 },
@@ -124,8 +140,10 @@ describe('neighbours: the first model scores around a proposal', () => {
       { x: 0, y: 0, w: 0, h: 0, p: 0.5 },
       { x: -1, y: -1, w: Infinity, h: Infinity, p: 0.5 },
     ];
-    const out = neighbourFeatures(pageOf(ps, [0, 800, Infinity, -800]), FLOOR, [0, 1, 2, 3]);
+    const margins = [0, 800, Infinity, -800];
+    const out = neighbourFeatures(pageOf(ps, margins), FLOOR, [0, 1, 2, 3]);
     assert.ok(out.every(Number.isFinite), Array.from(out).join(' '));
+    assert.deepEqual(Array.from(out), Array.from(plainCount(ps, margins, [0, 1, 2, 3])));
   });
 });
 
