@@ -82,27 +82,23 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
       live.push(i);
     }
   }
-  // The page: how many sure proposals, and the mean of its best ones.
+  // The page and each kind on it: how many sure proposals, and the mean of the best ones.
   let sure = 0;
-  for (let i = 0; i < n; i++) if (q[i]! >= SURE) sure++;
   const pageTop = new TopValues(PAGE_TOP);
-  for (let i = 0; i < n; i++) pageTop.add(q[i]!);
-  // Each kind: the mean of its best proposals and its share of sure ones.
   const kinds = new Map<number, { top: TopValues; sure: number; count: number }>();
   for (let i = 0; i < n; i++) {
     const k = page.kind[i]!;
     let of = kinds.get(k);
     if (!of) kinds.set(k, (of = { top: new TopValues(KIND_TOP), sure: 0, count: 0 }));
+    pageTop.add(q[i]!);
     of.top.add(q[i]!);
-    if (q[i]! >= SURE) of.sure++;
     of.count++;
+    if (q[i]! >= SURE) {
+      sure++;
+      of.sure++;
+    }
   }
-  const kindTop = new Map<number, number>();
-  const kindShare = new Map<number, number>();
-  for (const [k, of] of kinds) {
-    kindTop.set(k, of.top.mean());
-    kindShare.set(k, of.sure / of.count);
-  }
+  const pageMean = pageTop.mean();
   // The live proposals' boxes, probabilities and kinds, copied once into typed arrays: first the
   // short ones (at most TALL high) in the order of their tops, then the others. The short proposals
   // on a proposal's row, in its column or over it have their tops in a band around its own.
@@ -131,7 +127,7 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
     lk[t] = page.kind[j]!;
     if (!(lh[t]! > 0 && lw[t]! > 0 && Number.isFinite(ly2[t]!) && Number.isFinite(lx2[t]!) && Number.isFinite(lx1[t]!))) odd = true;
   }
-  // Each kind's live proposals, the most probable first (c_similar_max: the first that qualifies).
+  // Each kind's live proposals, the most probable first (n_similar_max: the first that qualifies).
   const byProbability = new Map<number, number[]>();
   for (let t = 0; t < L; t++) {
     let list = byProbability.get(lk[t]!);
@@ -213,11 +209,12 @@ export function neighbourFeatures(page: NeighbourPage, floor: number, which: Arr
     out[o + 3] = rowMax;
     out[o + 4] = Math.log1p(rowSure);
     out[o + 5] = colMax;
-    out[o + 6] = kindTop.get(ik)!;
-    out[o + 7] = kindShare.get(ik)!;
+    const kind = kinds.get(ik)!;
+    out[o + 6] = kind.top.mean();
+    out[o + 7] = kind.sure / kind.count;
     out[o + 8] = simMax;
     out[o + 9] = Math.log1p(sure);
-    out[o + 10] = pageTop.mean();
+    out[o + 10] = pageMean;
   }
   return out;
 }
