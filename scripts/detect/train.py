@@ -574,7 +574,7 @@ def main():
     # The second field model: fold k's trained on the neighbours' scores of inner[k] (blind to k and
     # to each row's fold), scoring fold k's rows on those of the out-of-fold first margins.
     # (inner[k] has no early cuts, where `seen` has fold k's. Inner models with cuts of their own
-    # gave no better F1 out of fold: bench/README.md, "Seven more tries on the second model".)
+    # gave no better F1 out of fold: bench/README.md, "More tries on the second model".)
     neighbour_names, scores_around = neighbour_features([inner[k] for k in range(K)] + [seen])
     blind_around = scores_around[K]
     scored_rows = np.nan_to_num(seen, nan=-np.inf) >= SECOND_SCORED
