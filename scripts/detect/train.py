@@ -480,6 +480,11 @@ def train_second(X, around, best_iou, rows, noise):
     return xgb.train(FIELD_PARAMS, data, SECOND_ROUNDS)
 
 
+def cuts_json(cuts):
+    """A field model's early cuts as the model file holds them: one for each of CUTS_AFTER."""
+    return [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, cuts)]
+
+
 def model_json(header, field, second, neighbour_names, classes, placement, calibration, threshold, cuts, second_cuts, trained_on):
     base, trees, _ = export_trees(field)
     sbase, strees, _ = export_trees(second)
@@ -495,13 +500,13 @@ def model_json(header, field, second, neighbour_names, classes, placement, calib
         "threshold": threshold,
         "placement": {"baseMargin": round(float(np.log(pbase / (1 - pbase))), 6), "trees": ptrees},
         "nms": {"iou": NMS_IOU, "contain": NMS_CONTAIN, "placementWeight": PLACEMENT_WEIGHT},
-        "cuts": [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, cuts)],
+        "cuts": cuts_json(cuts),
         "second": {
             "floor": SECOND_FLOOR,
             "scoredFrom": SECOND_SCORED,
             "names": neighbour_names,
             "field": {"baseMargin": round(float(np.log(sbase / (1 - sbase))), 6), "trees": strees},
-            "cuts": [{"after": after, "margin": round(float(cut), 6)} for after, cut in zip(CUTS_AFTER, second_cuts)],
+            "cuts": cuts_json(second_cuts),
         },
         "floor": FLOOR,
         "trainedOn": trained_on,
