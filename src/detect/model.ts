@@ -56,8 +56,11 @@ export interface LayoutModel {
    * A box is suppressed by an accepted one when their IoU is at least `iou`, or when at least
    * `contain` of it lies inside an accepted box of its class. Boxes are taken best first: by their
    * field margin plus `placementWeight` times their placement margin (0 without a placement model).
+   * When `fuseIou` is more than 0, each accepted box is then moved to the mean of the boxes at or
+   * above the threshold that overlap it by IoU ≥ `fuseIou` (`fuse`); 0 (models written before it)
+   * leaves the accepted boxes where they are.
    */
-  nms: { iou: number; contain: number; placementWeight: number };
+  nms: { iou: number; contain: number; placementWeight: number; fuseIou: number };
   /**
    * How well a box fits the field it is placed on (a log-odds margin of its IoU with it), when the
    * model has one: of two overlapping boxes that both reach the threshold, it decides which is
@@ -135,13 +138,15 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   if (cal.y.some((y) => y < 0 || y > 1)) fail('calibration probabilities must be in 0..1');
   const threshold = m.threshold;
   if (typeof threshold !== 'number' || !(threshold > 0 && threshold <= 1)) return fail('threshold must be in (0, 1]');
-  const nms = m.nms as { iou?: unknown; contain?: unknown; placementWeight?: unknown } | undefined;
+  const nms = m.nms as { iou?: unknown; contain?: unknown; placementWeight?: unknown; fuseIou?: unknown } | undefined;
   if (!nms || typeof nms.iou !== 'number' || typeof nms.contain !== 'number' || !(nms.iou > 0 && nms.iou <= 1) || !(nms.contain > 0 && nms.contain <= 1)) return fail('nms needs iou and contain in (0, 1]');
   // A placement model and its weight come together.
   const placementWeight = nms.placementWeight === undefined ? 0 : nms.placementWeight;
   if (typeof placementWeight !== 'number' || !(Number.isFinite(placementWeight) && placementWeight >= 0)) return fail('nms.placementWeight must be a finite number, 0 or more');
   if ((m.placement === undefined) !== (nms.placementWeight === undefined)) return fail('placement (trees) and nms.placementWeight come together');
-  const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight } };
+  const fuseIou = nms.fuseIou === undefined ? 0 : nms.fuseIou;
+  if (typeof fuseIou !== 'number' || !(fuseIou >= 0 && fuseIou <= 1)) return fail('nms.fuseIou must be a number in [0, 1]');
+  const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight, fuseIou } };
   if (m.placement !== undefined) parsed.placement = parseTreeSet(m.placement, names.length, 'placement');
   // Models before the fifth session of 2026-11-28 had one cut (`cut`): read as a list of one.
   if (m.cut !== undefined && m.cuts !== undefined) return fail('a model has its early cuts as cuts (a list) or, as older models did, one cut; not both');
@@ -519,6 +524,39 @@ export function suppress<T extends { box: { x: number; y: number; w: number; h: 
   return accepted;
 }
 
+type Rect = { x: number; y: number; w: number; h: number };
+
+/**
+ * Weighted box fusion (Solovyev et al., 2019, "Weighted boxes fusion"), after suppression: each
+ * accepted box becomes the mean of the `candidates` that overlap it by IoU ≥ `fuseIou` (itself
+ * among them, and the boxes it suppressed), each edge weighted by the candidate's probability. The
+ * boxes near one field that reach the threshold are its likely placements (the drawn square or a
+ * little around it, a cell or its bottom band), and the form's author chose one of them; their mean
+ * overlaps the author's choice more often than the one suppression ranked first
+ * (bench/README.md, "Accepted boxes fused with their overlapping placements"). Fusion moves boxes,
+ * never adds or drops one, and leaves their probabilities as they are. `candidates`: the boxes at
+ * or above the threshold, the accepted ones among them.
+ */
+export function fuse(accepted: ReadonlyArray<{ box: Rect }>, candidates: ReadonlyArray<{ box: Rect; probability: number }>, fuseIou: number): Rect[] {
+  return accepted.map(({ box: a }) => {
+    let sum = 0, x1 = 0, y1 = 0, x2 = 0, y2 = 0, n = 0; // prettier-ignore
+    const areaA = a.w * a.h;
+    for (const { box: b, probability: p } of candidates) {
+      const inter = overlap(a.x, a.x + a.w, b.x, b.x + b.w) * overlap(a.y, a.y + a.h, b.y, b.y + b.h);
+      if (inter <= 0 || inter / (areaA + b.w * b.h - inter) < fuseIou) continue;
+      n++;
+      sum += p;
+      x1 += p * b.x;
+      y1 += p * b.y;
+      x2 += p * (b.x + b.w);
+      y2 += p * (b.y + b.h);
+    }
+    // A box alone (the candidates hold it too) stays exactly where it is.
+    if (n < 2 || !(sum > 0)) return { x: a.x, y: a.y, w: a.w, h: a.h };
+    return { x: x1 / sum, y: y1 / sum, w: (x2 - x1) / sum, h: (y2 - y1) / sum };
+  });
+}
+
 /** The field type of an accepted box: its class, and for text the finer type its label says. */
 function fieldType(cls: FieldClass, p: Proposal, lineHeight: number): FieldType {
   if (cls === 'checkbox') return 'checkbox';
@@ -626,12 +664,16 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
   // Best first; equal ranks in proposal order, so that a page always gives the same fields.
   scored.sort((a, b) => b.rank - a.rank || a.index - b.index);
   const accepted = suppress(scored, model);
+  // Where each accepted box goes: moved to the mean of its placements, when the model says so.
+  const boxes: Rect[] = model.nms.fuseIou > 0 ? fuse(accepted, scored, model.nms.fuseIou) : accepted.map((a) => a.proposal);
   const lineHeight = lineHeightOf(page);
   const fields: DetectedField[] = [];
-  for (const a of accepted) {
+  for (const [k, a] of accepted.entries()) {
     const p = a.proposal;
+    // The label and the type are the proposal's own (read from where it was proposed).
     const label = a.fieldClass === 'checkbox' ? (checkBoxLabelOf(read, p) ?? p.label) : p.label;
-    const field = toField({ ...p, label, type: fieldType(a.fieldClass, p, lineHeight) }, pageNumber, page, Math.round(a.probability * 1000) / 1000);
+    const { x, y, w, h } = boxes[k]!;
+    const field = toField({ x, y, w, h, label, type: fieldType(a.fieldClass, p, lineHeight) }, pageNumber, page, Math.round(a.probability * 1000) / 1000);
     if (field) fields.push(field);
   }
   return fields;

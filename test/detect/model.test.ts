@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { FEATURE_NAMES } from '../../src/detect/features.js';
-import { calibrate, classMarginsOf, classOf, defaultModel, detectLayout, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
+import { calibrate, classMarginsOf, classOf, defaultModel, detectLayout, fuse, margin, margins, modelPath, parseModel, suppress, treeValue, type FieldClass, type LayoutModel, type Tree } from '../../src/detect/model.js';
 import { iou } from '../../src/detect/geometry.js';
 import { NEIGHBOUR_NAMES } from '../../src/detect/neighbours.js';
 import { detect, drawPdf, points, show } from '../helpers/layout-pdf.js';
@@ -422,6 +422,28 @@ describe('the tree evaluator', () => {
     assert.ok(both.length >= 5 && both.every((l) => w1.get(l)! >= w2.get(l)!) && both.some((l) => w1.get(l)! > w2.get(l)!), `${show(wide)}\n${show(narrow)}`);
   });
 
+  it('the committed model fuses its accepted boxes; fuseIou is refused out of [0, 1], a model without it fuses nothing, and fusion only moves boxes', async () => {
+    const model = defaultModel();
+    assert.ok(model.nms.fuseIou > 0 && model.nms.fuseIou <= 1);
+    const json = committed();
+    const nms = json.nms as Record<string, unknown>;
+    for (const fuseIou of [-0.1, 1.5, NaN, '0.5', null]) assert.throws(() => parseModel({ ...json, nms: { ...nms, fuseIou } }), /fuseIou/, String(fuseIou));
+    const { fuseIou: _, ...unfused } = nms;
+    assert.equal(parseModel({ ...json, nms: unfused }).nms.fuseIou, 0);
+    // On a generated form: the same fields, labels, types and confidences with and without fusion,
+    // each box still over its unfused self by IoU above 0.5.
+    const page = await graphicsOf(await membershipForm());
+    const fused = detectLayout(page, 1, model);
+    const plain = detectLayout(page, 1, { ...model, nms: { ...model.nms, fuseIou: 0 } });
+    assert.ok(fused.length >= LINES.length, show(fused));
+    const strip = (fields: typeof fused) => fields.map(({ rect: _, ...rest }) => rest);
+    assert.deepEqual(strip(fused), strip(plain));
+    fused.forEach((f, i) => {
+      const q = plain[i]!.rect;
+      assert.ok(iou(f.rect, q) > 0.5, `${JSON.stringify(f.rect)} against ${JSON.stringify(q)}`);
+    });
+  });
+
   it('refuses a tree whose children do not come after their node (a walk that could loop)', () => {
     const json = committed();
     const field = json.field as { baseMargin: number; trees: Tree[] };
@@ -440,7 +462,7 @@ describe('calibration and suppression', () => {
     assert.ok(Math.abs(calibrate(cal, -1.5) - 0.2) < 1e-12);
   });
 
-  const nms = { threshold: 0.5, nms: { iou: 0.3, contain: 0.7, placementWeight: 0 } };
+  const nms = { threshold: 0.5, nms: { iou: 0.3, contain: 0.7, placementWeight: 0, fuseIou: 0 } };
   const box = (x: number, y: number, w: number, h: number, probability: number, cls: FieldClass) => ({ box: { x, y, w, h }, probability, cls: () => cls });
 
   it('keeps the best of overlapping boxes, and boxes that only touch', () => {
@@ -466,6 +488,25 @@ describe('calibration and suppression', () => {
       kept.map((k) => k.box.x),
       [5],
     );
+  });
+
+  it('fuses each accepted box with the boxes overlapping it by the IoU given, weighted by probability; the others leave it alone', () => {
+    const at = (x: number, y: number, w: number, h: number, probability: number) => ({ box: { x, y, w, h }, probability });
+    // The kept square (0.9), a larger placement around it (IoU 0.64, 0.6) and a neighbour (IoU 0).
+    const candidates = [at(10, 10, 8, 8, 0.9), at(9, 9, 10, 10, 0.6), at(40, 10, 8, 8, 0.8)];
+    const [fused, alone] = fuse([candidates[0]!, candidates[2]!], candidates, 0.5);
+    const mean = (a: number, b: number) => (0.9 * a + 0.6 * b) / 1.5;
+    for (const [got, want] of [
+      [fused!.x, mean(10, 9)],
+      [fused!.y, mean(10, 9)],
+      [fused!.x + fused!.w, mean(18, 19)],
+      [fused!.y + fused!.h, mean(18, 19)],
+    ] as const)
+      assert.ok(Math.abs(got - want) < 1e-9, `${got} against ${want}`);
+    assert.deepEqual(alone, { x: 40, y: 10, w: 8, h: 8 });
+    // At IoU 0.7 the larger placement (0.64) is not fused; a box of no area stays as it is.
+    assert.deepEqual(fuse([candidates[0]!], candidates, 0.7), [{ x: 10, y: 10, w: 8, h: 8 }]);
+    assert.deepEqual(fuse([at(5, 5, 0, 8, 0.9)], [at(5, 5, 0, 8, 0.9), at(4, 5, 2, 8, 0.9)], 0.5), [{ x: 5, y: 5, w: 0, h: 8 }]);
   });
 
   it('takes the boxes in the order given, not by probability (the order is the rank detectLayout sorts by)', () => {
