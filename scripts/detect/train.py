@@ -146,6 +146,8 @@ NMS_CONTAIN = 0.7
 # proposed) and do not change; +0.008 out-of-fold F1, every fold up (bench/README.md, "Accepted
 # boxes fused with their overlapping placements").
 FUSE_IOU = 0.5
+# (model.ts refuses a FUSE_IOU between 0 and NMS_IOU: two accepted boxes would be fused together.)
+assert FUSE_IOU == 0 or FUSE_IOU >= NMS_IOU
 # Boxes scored under this raw probability are never fields: left out of suppression and calibration.
 FLOOR = 0.02
 MATCH_IOU = 0.5
@@ -251,8 +253,8 @@ def suppress(boxes, margins, classes):
 
 def fuse(kept_boxes, boxes, weights):
     """Each kept box (n x 4: x, y, w, h) as the weighted mean of `boxes` over it by IoU >= FUSE_IOU (model.ts, `fuse`)."""
-    ious, _ = iou_matrix(kept_boxes, boxes)
-    over = ious >= FUSE_IOU
+    ious, inter = iou_matrix(kept_boxes, boxes)
+    over = (ious >= FUSE_IOU) & (inter > 0)
     near = np.where(over, weights[None, :], 0.0)
     total = near.sum(axis=1)
     edges = np.stack([boxes[:, 0], boxes[:, 1], boxes[:, 0] + boxes[:, 2], boxes[:, 1] + boxes[:, 3]], axis=1)
@@ -267,9 +269,11 @@ def page_outcomes(header, rows, truth, margins, classes, among=None, rank=None, 
     For every row: kept by NMS and right (takes a truth box no box before it took). The rows that
     take part are those of `among` (a mask; by default every row above the floor), in the order of
     `rank` (by default `margins`; src/detect/model.ts: field and placement margins). With
-    `fused_by` (a weight per row: the calibrated probabilities), each kept box is matched where
-    `fuse` moves it among the rows that take part, as detection does.
+    `fused_by` (a weight per row: the calibrated probabilities) and FUSE_IOU above 0, each kept box
+    is matched where `fuse` moves it among the rows that take part: as detection does it when
+    `among` is the rows at or above their threshold.
     """
+    assert fused_by is None or among is not None, "fusion pools the rows of `among`: give it"
     c = {name: column(header, name) for name in ("form", "page", "x", "y", "w", "h")}
     tc = {name: column(header, name, "truthColumns") for name in ("form", "page", "x", "y", "w", "h")}
     kept = np.zeros(len(rows), dtype=bool)
@@ -293,7 +297,7 @@ def page_outcomes(header, rows, truth, margins, classes, among=None, rank=None, 
         if not tids:
             continue
         tboxes = truth[tids][:, [tc["x"], tc["y"], tc["w"], tc["h"]]]
-        placed = boxes[keep] if fused_by is None else fuse(boxes[keep], boxes, fused_by[group])
+        placed = boxes[keep] if fused_by is None or FUSE_IOU <= 0 else fuse(boxes[keep], boxes, fused_by[group])
         ious, _ = iou_matrix(placed, tboxes)
         taken = np.zeros(len(tids), dtype=bool)
         for n, i in enumerate(keep):

@@ -17,7 +17,7 @@ import { checkBoxLabelOf, PageModel, PROPOSAL_KINDS, proposeWith, type Proposal 
 import { NEIGHBOUR_NAMES, neighbourFeatures } from './neighbours.js';
 import { FEATURE_NAMES, featureMatrix, featureRows } from './features.js';
 import { lineHeightOf, toField, typeFor } from './layout.js';
-import type { PageGraphics } from './layout-page.js';
+import type { Box, PageGraphics } from './layout-page.js';
 import type { DetectedField } from './types.js';
 
 /** One regression tree, its nodes in arrays (XGBoost's layout); node 0 is the root. */
@@ -58,7 +58,8 @@ export interface LayoutModel {
    * field margin plus `placementWeight` times their placement margin (0 without a placement model).
    * When `fuseIou` is more than 0, each accepted box is then moved to the mean of the boxes at or
    * above the threshold that overlap it by IoU ≥ `fuseIou` (`fuse`); 0 (models written before it)
-   * leaves the accepted boxes where they are.
+   * leaves the accepted boxes where they are. It is never under `iou`, so that no two accepted
+   * boxes (two fields) are fused with each other.
    */
   nms: { iou: number; contain: number; placementWeight: number; fuseIou: number };
   /**
@@ -146,6 +147,7 @@ export function parseModel(json: unknown, featureNames: readonly string[] = FEAT
   if ((m.placement === undefined) !== (nms.placementWeight === undefined)) return fail('placement (trees) and nms.placementWeight come together');
   const fuseIou = nms.fuseIou === undefined ? 0 : nms.fuseIou;
   if (typeof fuseIou !== 'number' || !(fuseIou >= 0 && fuseIou <= 1)) return fail('nms.fuseIou must be a number in [0, 1]');
+  if (fuseIou > 0 && fuseIou < nms.iou) return fail('nms.fuseIou must be 0 (no fusion) or at least nms.iou');
   const parsed: LayoutModel = { features: names as string[], field, class: { ...classSet, treeClass }, calibration: { x: cal.x, y: cal.y }, threshold, nms: { iou: nms.iou, contain: nms.contain, placementWeight, fuseIou } };
   if (m.placement !== undefined) parsed.placement = parseTreeSet(m.placement, names.length, 'placement');
   // Models before the fifth session of 2026-11-28 had one cut (`cut`): read as a list of one.
@@ -524,20 +526,20 @@ export function suppress<T extends { box: { x: number; y: number; w: number; h: 
   return accepted;
 }
 
-type Rect = { x: number; y: number; w: number; h: number };
-
 /**
  * Weighted box fusion (Solovyev et al., 2019, "Weighted boxes fusion"), after suppression: each
  * accepted box becomes the mean of the `candidates` that overlap it by IoU ≥ `fuseIou` (itself
- * among them, and the boxes it suppressed), each edge weighted by the candidate's probability. The
+ * among them, and every box at or above the threshold, suppressed or not, that overlaps it so
+ * much), each edge weighted by the candidate's probability. The
  * boxes near one field that reach the threshold are its likely placements (the drawn square or a
  * little around it, a cell or its bottom band), and the form's author chose one of them; their mean
  * overlaps the author's choice more often than the one suppression ranked first
  * (bench/README.md, "Accepted boxes fused with their overlapping placements"). Fusion moves boxes,
  * never adds or drops one, and leaves their probabilities as they are. `candidates`: the boxes at
- * or above the threshold, the accepted ones among them.
+ * or above the threshold, the accepted ones among them. (scripts/detect/train.py's `fuse` is the
+ * same rule.)
  */
-export function fuse(accepted: ReadonlyArray<{ box: Rect }>, candidates: ReadonlyArray<{ box: Rect; probability: number }>, fuseIou: number): Rect[] {
+export function fuse(accepted: ReadonlyArray<{ box: Box }>, candidates: ReadonlyArray<{ box: Box; probability: number }>, fuseIou: number): Box[] {
   return accepted.map(({ box: a }) => {
     let sum = 0, x1 = 0, y1 = 0, x2 = 0, y2 = 0, n = 0; // prettier-ignore
     const areaA = a.w * a.h;
@@ -553,7 +555,9 @@ export function fuse(accepted: ReadonlyArray<{ box: Rect }>, candidates: Readonl
     }
     // A box alone (the candidates hold it too) stays exactly where it is.
     if (n < 2 || !(sum > 0)) return { x: a.x, y: a.y, w: a.w, h: a.h };
-    return { x: x1 / sum, y: y1 / sum, w: (x2 - x1) / sum, h: (y2 - y1) / sum };
+    const x = x1 / sum;
+    const y = y1 / sum;
+    return { x, y, w: x2 / sum - x, h: y2 / sum - y };
   });
 }
 
@@ -665,7 +669,7 @@ export function detectLayout(page: PageGraphics, pageNumber: number, model: Layo
   scored.sort((a, b) => b.rank - a.rank || a.index - b.index);
   const accepted = suppress(scored, model);
   // Where each accepted box goes: moved to the mean of its placements, when the model says so.
-  const boxes: Rect[] = model.nms.fuseIou > 0 ? fuse(accepted, scored, model.nms.fuseIou) : accepted.map((a) => a.proposal);
+  const boxes: Box[] = model.nms.fuseIou > 0 ? fuse(accepted, scored, model.nms.fuseIou) : accepted.map((a) => a.proposal);
   const lineHeight = lineHeightOf(page);
   const fields: DetectedField[] = [];
   for (const [k, a] of accepted.entries()) {

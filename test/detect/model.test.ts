@@ -428,6 +428,9 @@ describe('the tree evaluator', () => {
     const json = committed();
     const nms = json.nms as Record<string, unknown>;
     for (const fuseIou of [-0.1, 1.5, NaN, '0.5', null]) assert.throws(() => parseModel({ ...json, nms: { ...nms, fuseIou } }), /fuseIou/, String(fuseIou));
+    // Under suppression's IoU, two accepted boxes (two fields) could be fused with each other.
+    assert.throws(() => parseModel({ ...json, nms: { ...nms, fuseIou: (nms.iou as number) / 2 } }), /at least nms.iou/);
+    assert.equal(parseModel({ ...json, nms: { ...nms, fuseIou: nms.iou } }).nms.fuseIou, nms.iou);
     const { fuseIou: _, ...unfused } = nms;
     assert.equal(parseModel({ ...json, nms: unfused }).nms.fuseIou, 0);
     // On a generated form: the same fields, labels, types and confidences with and without fusion,
@@ -509,9 +512,11 @@ describe('calibration and suppression', () => {
     ] as const)
       assert.ok(Math.abs(got - want) < 1e-9, `${got} against ${want}`);
     assert.deepEqual(alone, { x: 40, y: 10, w: 8, h: 8 });
-    // At IoU 0.7 the larger placement (0.64) is not fused; a box of no area stays as it is.
+    // At IoU 0.7 the larger placement (0.64) is not fused; at exactly the IoU given (0.5) it is.
     assert.deepEqual(fuse([candidates[0]!], candidates, 0.7), [{ x: 10, y: 10, w: 8, h: 8 }]);
-    assert.deepEqual(fuse([at(5, 5, 0, 8, 0.9)], [at(5, 5, 0, 8, 0.9), at(4, 5, 2, 8, 0.9)], 0.5), [{ x: 5, y: 5, w: 0, h: 8 }]);
+    assert.deepEqual(fuse([at(0, 0, 2, 1, 0.5)], [at(0, 0, 2, 1, 0.5), at(0, 0, 1, 1, 0.5)], 0.5), [{ x: 0, y: 0, w: 1.5, h: 1 }]);
+    // Boxes of no area overlap nothing: a box of no area stays as it is, beside another on its line.
+    assert.deepEqual(fuse([at(5, 5, 0, 8, 0.9)], [at(5, 5, 0, 8, 0.9), at(5, 6, 0, 8, 0.9), at(4, 5, 2, 8, 0.9)], 0.5), [{ x: 5, y: 5, w: 0, h: 8 }]);
   });
 
   it('takes the boxes in the order given, not by probability (the order is the rank detectLayout sorts by)', () => {
