@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FieldType } from '../domain/fields.js';
-import { checkBoxLabelOf, PageModel, PROPOSAL_KINDS, proposeWith, type Proposal } from './candidates.js';
+import { checkBoxLabelOf, iouBox, PageModel, PROPOSAL_KINDS, proposeWith, type Proposal } from './candidates.js';
 import { NEIGHBOUR_NAMES, neighbourFeatures } from './neighbours.js';
 import { FEATURE_NAMES, featureMatrix, featureRows } from './features.js';
 import { lineHeightOf, toField, typeFor } from './layout.js';
@@ -542,10 +542,10 @@ export function suppress<T extends { box: { x: number; y: number; w: number; h: 
 export function fuse(accepted: ReadonlyArray<{ box: Box }>, candidates: ReadonlyArray<{ box: Box; probability: number }>, fuseIou: number): Box[] {
   return accepted.map(({ box: a }) => {
     let sum = 0, x1 = 0, y1 = 0, x2 = 0, y2 = 0, n = 0; // prettier-ignore
-    const areaA = a.w * a.h;
     for (const { box: b, probability: p } of candidates) {
-      const inter = overlap(a.x, a.x + a.w, b.x, b.x + b.w) * overlap(a.y, a.y + a.h, b.y, b.y + b.h);
-      if (inter <= 0 || inter / (areaA + b.w * b.h - inter) < fuseIou) continue;
+      // (iouBox is 0 for boxes that do not overlap, or of no area: never fused, whatever fuseIou.)
+      const v = iouBox(a, b);
+      if (v <= 0 || v < fuseIou) continue;
       n++;
       sum += p;
       x1 += p * b.x;
