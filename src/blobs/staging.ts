@@ -44,12 +44,20 @@ export class Staging {
   async createTemp(): Promise<TempBlob> {
     const file = path.join(this.dir, `${HOST}-${process.pid}-${INSTANCE}-${crypto.randomBytes(12).toString('hex')}`);
     let discarded = false;
+    let writer: fs.WriteStream | null = null;
     return {
       path: file,
-      stream: () => fs.createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BUFFER_BYTES }),
+      stream: () => {
+        writer = fs.createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BUFFER_BYTES });
+        return writer;
+      },
       discard: async () => {
         if (discarded) return;
         discarded = true;
+        // The stream opens its file asynchronously, and a failed pipeline destroys it without
+        // waiting for it to close: removing the file before then let a pending open create it
+        // afterwards, a staged file that no sweep of this process would remove.
+        if (writer) await closed(writer);
         await fsp.rm(file, { force: true });
       },
     };
@@ -67,6 +75,15 @@ export class Staging {
     }
     return removed;
   }
+}
+
+/** Resolves once `stream` has closed its file (destroying it first if it is still open). */
+function closed(stream: fs.WriteStream): Promise<void> {
+  if (stream.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('close', () => resolve());
+    if (!stream.destroyed) stream.destroy();
+  });
 }
 
 /** Whether a staged file belongs to no running process (see the naming in `createTemp`). */

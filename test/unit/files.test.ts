@@ -350,6 +350,26 @@ describe('staging and the disk blob store', () => {
     fs.rmSync(root, { recursive: true });
   });
 
+  it('a staged file discarded while its stream is still opening is gone for good (an upload cut off early)', async () => {
+    // A failed pipeline destroys the stream before its file is open; the removal must wait for
+    // the open and the close, or the open creates the file after it was removed. Without that
+    // wait, about one try in four left a file on a 2-core machine.
+    const root = tempDir();
+    const staging = new Staging(path.join(root, 'tmp'));
+    for (let i = 0; i < 200; i++) {
+      const temp = await staging.createTemp();
+      const stream = temp.stream();
+      stream.on('error', () => {});
+      stream.write(Buffer.alloc(1000));
+      stream.destroy(new Error('Unexpected end of form'));
+      await temp.discard();
+      if (!stream.closed) await new Promise((resolve) => stream.once('close', resolve));
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      assert.deepEqual(fs.readdirSync(path.join(root, 'tmp')), [], `try ${i + 1}: nothing left`);
+    }
+    fs.rmSync(root, { recursive: true });
+  });
+
   it('serialises work on the same hashes and not on different ones', async () => {
     const locks = new HashLocks();
     const order: string[] = [];
