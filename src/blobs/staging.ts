@@ -81,6 +81,8 @@ export class Staging {
 function closed(stream: fs.WriteStream): Promise<void> {
   if (stream.closed) return Promise.resolve();
   return new Promise((resolve) => {
+    // The file is being thrown away: an error of its open, write or close changes nothing.
+    stream.on('error', () => {});
     stream.once('close', () => resolve());
     if (!stream.destroyed) stream.destroy();
   });
