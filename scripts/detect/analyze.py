@@ -170,6 +170,10 @@ def misses(d):
     print(f"truth boxes of real forms {int(real.sum())}, found {int((real & found).sum())}, missed {int(missed.sum())}")
 
     best, best_iou = best_proposals(d)
+    truth_class = d.truth[:, tc["cls"]].astype(int)
+    for k, name in enumerate(CLASSES):
+        of = real & (truth_class == k)
+        print(f"  {name}: {int(of.sum())}, with a proposal at IoU >= {T.MATCH_IOU} {int((of & (best_iou >= T.MATCH_IOU)).sum())}, found {int((of & found).sum())}")
     none_near = missed & (best_iou < 0.05)
     near = missed & (best_iou >= 0.05) & (best_iou < T.MATCH_IOU)
     print(f"\nno proposal at IoU >= {T.MATCH_IOU}: {int((real & (best_iou < T.MATCH_IOU)).sum())} (candidate recall {1 - (real & (best_iou < T.MATCH_IOU)).sum() / real.sum():.3f})")
@@ -207,8 +211,10 @@ def misses(d):
             top[g], top_p[g] = idx[j], o["probs"][idx][j]
     by_kind = collections.Counter(d.kinds[int(d.rows[top[g], c["kind"]])] for g in np.flatnonzero(taken_not))
     low = collections.Counter(d.kinds[int(d.rows[top[g], c["kind"]])] for g in np.flatnonzero(taken_not & (top_p < 0.1)))
+    by_class = collections.Counter((d.kinds[int(d.rows[top[g], c["kind"]])], int(truth_class[g])) for g in np.flatnonzero(taken_not))
     for kind, n in by_kind.most_common():
-        print(f"    {kind:20s} {n:5d}   under 0.1: {low[kind]}")
+        classes = ", ".join(f"{name} {by_class[kind, k]}" for k, name in enumerate(CLASSES) if by_class[kind, k])
+        print(f"    {kind:20s} {n:5d}   under 0.1: {low[kind]:5d}   truth boxes: {classes}")
 
     print("\nwhere nothing is printed, is there a field? (proposals of real forms, a field = IoU >= 0.5 with a truth box)")
     X, F = d.X, d.F
