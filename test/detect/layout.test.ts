@@ -172,7 +172,7 @@ describe('layout detection: fields', () => {
       return { x1, x2: x1 + font.widthOfTextAtSize(underscores, 11) };
     };
 
-    it('is one email field sitting on the underscores', { todo: TODO }, async () => {
+    it('is one email field sitting on the underscores', async () => {
       const { x2 } = await extent();
       const field = only(await fieldsOf([{ draw }]));
       assert.equal(field.type, 'email');
@@ -303,7 +303,7 @@ describe('layout detection: fields', () => {
     );
   });
 
-  it('signature areas: "Signature", "Unterschrift", "Firma", "Подпись" on a line are digital signatures; "Initials" is initials', { todo: TODO }, async () => {
+  it('signature areas: "Signature", "Unterschrift", "Firma", "Подпись" on a line are digital signatures; "Initials" is initials', async () => {
     const cases: Array<[string, DetectedField['type']]> = [
       ['Signature', 'digital_signature'],
       ['Unterschrift', 'digital_signature'],
@@ -629,7 +629,7 @@ describe('layout detection: printed things that are not fields', () => {
     }
   };
 
-  it('a table grid of printed values, right-aligned', { todo: TODO }, async () => {
+  it('a table grid of printed values, right-aligned', async () => {
     const fields = await fieldsOf([{ draw: table('right') }]);
     assert.equal(fields.length, 0, `no field: ${show(fields)}`);
   });
