@@ -52,7 +52,12 @@ const nearRaw = opt('--near');
 const near = nearRaw === undefined ? null : nearRaw.split(',').map(Number);
 if (near && (near.length !== 4 || near.some((v) => !Number.isFinite(v)) || near[2]! <= near[0]! || near[3]! <= near[1]!)) fail('--near must be x1,y1,x2,y2 with x1 < x2 and y1 < y2');
 const modelFile = opt('--model');
-const model = modelFile ? loadModel(modelFile) : defaultModel();
+let model;
+try {
+  model = modelFile ? loadModel(modelFile) : defaultModel();
+} catch (err) {
+  fail(`cannot read the model ${modelFile ?? '(committed)'}: ${(err as Error).message}`);
+}
 
 let pages;
 try {
@@ -77,11 +82,10 @@ const pt = (v: number) => v.toFixed(1).padStart(6);
 console.log(`${file}, page ${pageNumber} of ${pages.length} (${page.width.toFixed(0)} × ${page.height.toFixed(0)} pt): ${proposals.length} proposals${near ? `, ${rows.length} near ${near.join(',')}` : ''}; threshold ${model.threshold}`);
 console.log('probability  class       kind                    x1     y1     x2     y2  label');
 for (const { p, i, margin } of rows.slice(0, top)) {
-  const scored = margin > -Infinity;
-  const probability = scored ? calibrate(model, margin).toFixed(3) : 'stopped';
+  const probability = margin > -Infinity ? calibrate(model, margin) : null;
   const cls = classOf(model, matrix.subarray(i * width, (i + 1) * width));
-  const mark = scored && calibrate(model, margin) >= model.threshold ? '*' : ' ';
-  console.log(`${mark}${probability.padStart(10)}  ${cls.padEnd(10)}  ${p.kind.padEnd(20)} ${pt(p.x)} ${pt(p.y)} ${pt(p.x + p.w)} ${pt(p.y + p.h)}  ${JSON.stringify(p.label)}`);
+  const mark = probability !== null && probability >= model.threshold ? '*' : ' ';
+  console.log(`${mark}${(probability?.toFixed(3) ?? 'stopped').padStart(10)}  ${cls.padEnd(10)}  ${p.kind.padEnd(20)} ${pt(p.x)} ${pt(p.y)} ${pt(p.x + p.w)} ${pt(p.y + p.h)}  ${JSON.stringify(p.label)}`);
 }
 if (rows.length > top) console.log(`… ${rows.length - top} more (--top)`);
 
