@@ -12,6 +12,7 @@
  * (or the second model's `scoredFrom`) leave out: it is never a field.
  */
 import fs from 'node:fs';
+import { parseArgs } from 'node:util';
 import { calibrate, classOf, defaultModel, detectLayout, fieldMarginsOf, loadModel, proposalsOf } from '../../src/detect/model.js';
 import { readForm } from './read-form.js';
 
@@ -28,30 +29,36 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
-const args = process.argv.slice(2);
-const file = args.find((a, i) => !a.startsWith('--') && (i === 0 || !args[i - 1]!.startsWith('--')));
-const opt = (name: string) => {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const value = args[i + 1];
-  if (value === undefined || value.startsWith('--')) fail(`${name} needs a value`);
-  return value;
-};
-if (!file) fail('no PDF given');
+// Options as the service's own commands read theirs (src/main.ts): an unknown option, a missing
+// value or a second file is an error, not ignored.
+let parsed;
+try {
+  parsed = parseArgs({
+    args: process.argv.slice(2),
+    options: { page: { type: 'string' }, near: { type: 'string' }, top: { type: 'string' }, model: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+} catch (err) {
+  fail((err as Error).message);
+}
+const { values, positionals } = parsed;
+if (positionals.length !== 1) fail(positionals.length ? 'one PDF at a time' : 'no PDF given');
+const file = positionals[0]!;
 if (!fs.existsSync(file)) fail(`no such file: ${file}`);
-const wholeNumber = (name: string, fallback: number) => {
-  const raw = opt(name);
+const wholeNumber = (name: 'page' | 'top', fallback: number) => {
+  const raw = values[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) fail(`${name} must be a whole number from 1`);
+  if (!Number.isInteger(n) || n < 1) fail(`--${name} must be a whole number from 1`);
   return n;
 };
-const pageNumber = wholeNumber('--page', 1);
-const top = wholeNumber('--top', 30);
-const nearRaw = opt('--near');
+const pageNumber = wholeNumber('page', 1);
+const top = wholeNumber('top', 30);
+const nearRaw = values.near;
 const near = nearRaw === undefined ? null : nearRaw.split(',').map(Number);
 if (near && (near.length !== 4 || near.some((v) => !Number.isFinite(v)) || near[2]! <= near[0]! || near[3]! <= near[1]!)) fail('--near must be x1,y1,x2,y2 with x1 < x2 and y1 < y2');
-const modelFile = opt('--model');
+const modelFile = values.model;
 let model;
 try {
   model = modelFile ? loadModel(modelFile) : defaultModel();
