@@ -1,15 +1,68 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
-/** A TCP port on loopback that nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports are handed out below the kernel's ephemeral range (32768–60999 on Linux), so that a port
+ * handed out here is never also given to a `listen(0)` or to an outgoing connection of another
+ * test process, and each is reserved across the processes of a run by a file created exclusively
+ * (holding the owner's pid; a reservation whose process is gone is taken over). Without this, two
+ * test files running side by side could get the same port: one process's polls then reached the
+ * other's server, and the server started on that port could not bind.
+ */
+const LOW = 20_000;
+const HIGH = 32_000;
+const RESERVATIONS = path.join(os.tmpdir(), 'formsign-test-ports');
+const mine = new Set<string>();
+process.once('exit', () => {
+  for (const file of mine) fs.rmSync(file, { force: true });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Creates the reservation of `port` for this process; false when a live process holds it. */
+function reserve(port: number): boolean {
+  const file = path.join(RESERVATIONS, String(port));
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      mine.add(file);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(fs.readFileSync(file, 'utf8'));
+      if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && alive(owner))) return false;
+      fs.rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A TCP port on loopback that nothing listens on right now and that no other test process of this machine holds. */
+export async function freePort(): Promise<number> {
+  fs.mkdirSync(RESERVATIONS, { recursive: true });
+  for (let tries = 0; tries < 1000; tries++) {
+    const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
+    if (!reserve(port)) continue;
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port between ${LOW} and ${HIGH}`);
 }
 
 /** Polls `check` until it answers true (errors count as "not yet"), for at most `ms`. */
