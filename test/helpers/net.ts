@@ -4,20 +4,31 @@ import os from 'node:os';
 import path from 'node:path';
 
 /**
- * Ports are handed out below the kernel's ephemeral range (32768–60999 on Linux), so that a port
- * handed out here is never also given to a `listen(0)` or to an outgoing connection of another
- * test process, and each is reserved across the processes of a run by a file created exclusively
+ * Ports are handed out outside the kernel's ephemeral range (`ip_local_port_range`, usually
+ * 32768–60999: then the 12,000 ports below it), so that a port handed out here is never also given
+ * to a `listen(0)` or to an outgoing connection of another test process, and each is reserved across the processes of a run by a file created exclusively
  * (holding the owner's pid; a reservation whose process is gone is taken over). Without this, two
  * test files running side by side could get the same port: one process's polls then reached the
  * other's server, and the server started on that port could not bind.
  */
-const LOW = 20_000;
-const HIGH = 32_000;
+const [LOW, HIGH] = outsideEphemeral();
 const RESERVATIONS = path.join(os.tmpdir(), 'formsign-test-ports');
 const mine = new Set<string>();
 process.once('exit', () => {
   for (const file of mine) fs.rmSync(file, { force: true });
 });
+
+/** 4,000 ports or more below the kernel's ephemeral range, else above it; 20000–32000 when it cannot be read. */
+function outsideEphemeral(): [number, number] {
+  try {
+    const [first, last] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (first! - 1024 >= 4000) return [Math.max(1024, first! - 12_000), first!];
+    if (65_535 - last! >= 4000) return [last! + 1, 65_536];
+  } catch {
+    // not Linux
+  }
+  return [20_000, 32_000];
+}
 
 function alive(pid: number): boolean {
   try {
