@@ -6,10 +6,11 @@ import path from 'node:path';
 /**
  * Ports are handed out outside the kernel's ephemeral range (`ip_local_port_range`, usually
  * 32768–60999: then the 12,000 ports below it), so that a port handed out here is never also given
- * to a `listen(0)` or to an outgoing connection of another test process, and each is reserved across the processes of a run by a file created exclusively
- * (holding the owner's pid; a reservation whose process is gone is taken over). Without this, two
- * test files running side by side could get the same port: one process's polls then reached the
- * other's server, and the server started on that port could not bind.
+ * to a `listen(0)` or to an outgoing connection of another test process. Each is reserved across
+ * the processes of a run by a file created exclusively, holding the owner's pid (a reservation
+ * whose process is gone is taken over). Without this, two test files running side by side could
+ * get the same port: one process's polls then reached the other's server, and the server started
+ * on that port could not bind.
  */
 const [LOW, HIGH] = outsideEphemeral();
 const RESERVATIONS = path.join(os.tmpdir(), 'formsign-test-ports');
