@@ -145,10 +145,18 @@ export class S3BlobStore implements BlobStore {
     await this.client.send(new CopyObjectCommand({ Bucket: this.config.bucket, CopySource: source, Key: this.key(sha256) }));
   }
 
-  /** Puts a local file under its hash in one request (a file of one part or less). */
+  /**
+   * Puts a local file under its hash in one request (a file of one part or less). The body is the
+   * file's bytes, not a stream of it: the SDK can send bytes again when a connection is lost or
+   * the storage answers 5xx or "slow down", but gives up at once on a stream it cannot replay. At
+   * most one part (5 MiB) in memory, as a streamed upload holds anyway.
+   */
   async putSmall(file: string, sha256: string, size: number): Promise<void> {
+    if (size > PART_BYTES) throw new Error(`a file of ${size} bytes is not put in one request`);
     if ((await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
-    await this.client.send(new PutObjectCommand({ Bucket: this.config.bucket, Key: this.key(sha256), Body: fs.createReadStream(file), ContentLength: size }));
+    const body = await fsp.readFile(file);
+    if (body.length !== size) throw new Error('the staged file changed while it was read');
+    await this.client.send(new PutObjectCommand({ Bucket: this.config.bucket, Key: this.key(sha256), Body: body, ContentLength: size }));
   }
 
   /** Puts a local file under its hash as a multipart upload, whatever the hash's state (a file too large for CopyObject). */

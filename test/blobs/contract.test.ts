@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -405,6 +406,55 @@ for (const kind of KINDS) {
         assert.deepEqual(await uploadsLeft(), []);
       } finally {
         await limited.close();
+      }
+    });
+
+    it('s3: a small file whose PUT loses its connection is sent again, and stored whole', { skip: kind === 's3' ? false : 'S3 only' }, async () => {
+      // A TCP relay in front of the s3rver that resets the first connection carrying a PUT of a
+      // hash's key, as a storage (or a load balancer) closing a kept-alive connection does.
+      const target = new URL(test.s3Config!.endpoint!);
+      const puts: string[] = [];
+      let resets = 0;
+      const relay = net.createServer((client) => {
+        const upstream = net.connect(Number(target.port), target.hostname);
+        client.on('data', (chunk: Buffer) => {
+          const line = /^PUT (\S+)/.exec(chunk.subarray(0, 300).toString('latin1'));
+          if (line && /\/[0-9a-f]{64}(\?|$)/.test(line[1]!)) {
+            puts.push(line[1]!);
+            if (resets === 0) {
+              resets++;
+              upstream.destroy();
+              client.resetAndDestroy();
+              return;
+            }
+          }
+          upstream.write(chunk);
+        });
+        upstream.on('data', (chunk) => client.write(chunk));
+        client.on('end', () => upstream.end());
+        upstream.on('end', () => client.end());
+        client.on('error', () => upstream.destroy());
+        upstream.on('error', () => client.destroy());
+      });
+      await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+      const relayed = new S3BlobStore({ ...test.s3Config!, endpoint: `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}` });
+      try {
+        const bytes = crypto.randomBytes(300_000);
+        const temp = await staging.createTemp();
+        fs.writeFileSync(temp.path, bytes);
+        const upload = (await beginUpload(database.store, relayed, temp.path))!;
+        await upload.writer.write(bytes);
+        await upload.writer.end();
+        const sha = crypto.createHash('sha256').update(bytes).digest('hex');
+        await withCommittedBlobs(database.store, [sha], (db) => commitUpload(database.store, db, upload, sha, bytes.length), async () => undefined);
+        await temp.discard();
+        assert.equal(resets, 1);
+        assert.equal(puts.length, 2, 'the PUT was sent again after the reset');
+        assert.ok((await read(sha)).bytes.equals(bytes));
+        assert.deepEqual(await uploadsLeft(), []);
+      } finally {
+        await relayed.close();
+        await new Promise((resolve) => relay.close(resolve));
       }
     });
 
