@@ -149,14 +149,17 @@ export class S3BlobStore implements BlobStore {
    * Puts a local file under its hash in one request (a file of one part or less). The body is the
    * file's bytes, not a stream of it: the SDK can send bytes again when a connection is lost or
    * the storage answers 5xx or "slow down", but gives up at once on a stream it cannot replay. At
-   * most one part (5 MiB) in memory, as a streamed upload holds anyway.
+   * most one part (5 MiB) in memory, as a streamed upload holds anyway. The signature covers the
+   * bytes' SHA-256, which is the blob's own hash: given to the signer, not computed again on the
+   * event loop (and the storage refuses the bytes if they do not match it).
    */
   async putSmall(file: string, sha256: string, size: number): Promise<void> {
     if (size > PART_BYTES) throw new Error(`a file of ${size} bytes is not put in one request`);
     if ((await fsp.stat(file)).size !== size) throw new Error('the staged file does not have its recorded size');
     const body = await fsp.readFile(file);
     if (body.length !== size) throw new Error('the staged file changed while it was read');
-    await this.client.send(new PutObjectCommand({ Bucket: this.config.bucket, Key: this.key(sha256), Body: body, ContentLength: size }));
+    const command = new PutObjectCommand({ Bucket: this.config.bucket, Key: this.key(sha256), Body: body, ContentLength: size });
+    await this.client.send(withPayloadHash(command, sha256));
   }
 
   /** Puts a local file under its hash as a multipart upload, whatever the hash's state (a file too large for CopyObject). */
@@ -328,16 +331,7 @@ class S3Upload implements BlobUpload {
     // The signature covers the part's SHA-256 (`x-amz-content-sha256`), which the SDK's signer
     // would otherwise compute on the event loop (about 6 ms a part): hashed in the hashing thread
     // and given to the signer, which takes the header as it is (S3 checks it against the body).
-    const payloadHash = await sha256Of(body);
-    command.middlewareStack.add(
-      (next) => async (args) => {
-        const request = args.request as { headers?: Record<string, string> } | undefined;
-        if (request?.headers) request.headers['x-amz-content-sha256'] = payloadHash;
-        return next(args);
-      },
-      { step: 'build', name: 'formsignPayloadHash' },
-    );
-    const answer = await this.client.send(command);
+    const answer = await this.client.send(withPayloadHash(command, await sha256Of(body)));
     this.parts.push({ PartNumber: number, ETag: answer.ETag! });
   }
 
@@ -387,6 +381,24 @@ class S3Upload implements BlobUpload {
     if (await this.store.abortMultipart(this.key, this.uploadId).catch(() => true)) return;
     if (this.parts.length > 0) await this.complete().catch(() => {});
   }
+}
+
+/**
+ * `command` with its body's SHA-256 (hex) given to the signer as `x-amz-content-sha256`, which it
+ * takes as it is instead of hashing the body on the event loop (S3 checks it against the body).
+ */
+function withPayloadHash<C extends PutObjectCommand | UploadPartCommand>(command: C, payloadHash: string): C {
+  // One middleware for either command (it reads no input of theirs); TypeScript cannot call `add`
+  // on the union of their stacks.
+  (command as UploadPartCommand).middlewareStack.add(
+    (next) => async (args) => {
+      const request = args.request as { headers?: Record<string, string> } | undefined;
+      if (request?.headers) request.headers['x-amz-content-sha256'] = payloadHash;
+      return next(args);
+    },
+    { step: 'build', name: 'formsignPayloadHash' },
+  );
+  return command;
 }
 
 function isNotFound(error: unknown): boolean {

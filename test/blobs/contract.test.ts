@@ -409,18 +409,21 @@ for (const kind of KINDS) {
       }
     });
 
-    it('s3: a small file whose PUT loses its connection is sent again, and stored whole', { skip: kind === 's3' ? false : 'S3 only' }, async () => {
+    it('s3: a small file is signed with its hash, and sent again when its PUT loses its connection, and stored whole', { skip: kind === 's3' ? false : 'S3 only' }, async () => {
       // A TCP relay in front of the s3rver that resets the first connection carrying a PUT of a
       // hash's key, as a storage (or a load balancer) closing a kept-alive connection does.
       const target = new URL(test.s3Config!.endpoint!);
       const puts: string[] = [];
+      const signedHashes: string[] = [];
       let resets = 0;
       const relay = net.createServer((client) => {
         const upstream = net.connect(Number(target.port), target.hostname);
         client.on('data', (chunk: Buffer) => {
-          const line = /^PUT (\S+)/.exec(chunk.subarray(0, 300).toString('latin1'));
+          const head = chunk.subarray(0, 4096).toString('latin1');
+          const line = /^PUT (\S+)/.exec(head);
           if (line && /\/[0-9a-f]{64}(\?|$)/.test(line[1]!)) {
             puts.push(line[1]!);
+            signedHashes.push(/^x-amz-content-sha256: *(\S+)/im.exec(head)?.[1] ?? '');
             if (resets === 0) {
               resets++;
               upstream.destroy();
@@ -450,6 +453,7 @@ for (const kind of KINDS) {
         await temp.discard();
         assert.equal(resets, 1);
         assert.equal(puts.length, 2, 'the PUT was sent again after the reset');
+        assert.deepEqual(signedHashes, [sha, sha], 'signed with the blob hash, not UNSIGNED-PAYLOAD');
         assert.ok((await read(sha)).bytes.equals(bytes));
         assert.deepEqual(await uploadsLeft(), []);
       } finally {
