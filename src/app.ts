@@ -182,11 +182,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Fastify accepts text/plain by default; here every body is JSON (or multipart, where declared).
   app.removeContentTypeParser('text/plain');
   // JSON as Fastify parses it (prototype poisoning refused), except that a route whose body is
-  // optional (publishing) takes an empty body with a JSON content type as no body at all.
+  // optional (publishing) or that takes none (`DELETE`, `GET`) takes an empty body with a JSON
+  // content type as no body at all: clients that send that header on every request must work.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '' && request.routeOptions.config?.optionalBody === true) return done(null, undefined);
+    if (body === '' && (request.routeOptions.config?.optionalBody === true || !request.routeOptions.schema?.body)) return done(null, undefined);
     parseJson(request, body as string, done);
   });
   app.decorateRequest('principal', null);
@@ -198,7 +199,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const optionalBodies = new Set<string>();
   // Key casing runs only on routes that take a JSON body, before their schema is checked.
   app.addHook('onRoute', (route) => {
-    if (!route.schema?.body) return;
+    if (!route.schema?.body) {
+      // A route that takes no body refuses one that carries keys (or any JSON value but `{}` or
+      // null), rather than ignore it: `DELETE` with `{"permanent": true}` is a typo of the query.
+      const existing = route.preValidation;
+      const refuse: preValidationHookHandler = (request, _reply, done) => done(bodyNotTaken(request.body, request.isMultipart()) ?? undefined);
+      route.preValidation = existing ? [refuse, ...(Array.isArray(existing) ? existing : [existing])] : refuse;
+      return;
+    }
     const opaque = new Set(route.config?.opaqueKeys ?? []);
     const optionalBody = route.config?.optionalBody === true;
     if (optionalBody) for (const method of [route.method].flat()) optionalBodies.add(`${method.toLowerCase()} ${route.url.replace(/:(\w+)/g, '{$1}')}`);
@@ -309,4 +317,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   return app;
+}
+
+/** The 400 for a body sent to an operation that takes none, or null when there is nothing to refuse (multipart is the upload's own). */
+function bodyNotTaken(body: unknown, multipart: boolean): AppError | null {
+  if (multipart || body === undefined || body === null || Buffer.isBuffer(body)) return null;
+  if (typeof body === 'object' && !Array.isArray(body)) {
+    const keys = Object.keys(body);
+    if (keys.length === 0) return null;
+    return new AppError('validation_failed', `${keys[0]}: unknown key (this operation takes no body; options go in the query string)`);
+  }
+  return new AppError('validation_failed', 'body: this operation takes no body');
 }

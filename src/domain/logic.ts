@@ -123,7 +123,7 @@ const fold = (text: string): string => text.toLowerCase();
 /** Whether a condition holds for an (effective) answer. */
 export function conditionHolds(kind: AnswerKind, operator: Operator, expected: unknown, answer: unknown): boolean {
   const folded = typeof answer === 'string' && isTextSearch(operator) ? fold(answer) : undefined;
-  return conditionHoldsPrepared(kind, operator, typeof expected === 'string' && isTextSearch(operator) ? fold(expected) : expected, answer, isEmpty(answer), folded);
+  return conditionHoldsPrepared(kind, operator, typeof expected === 'string' && isTextSearch(operator) && kind !== 'choices' ? fold(expected) : expected, answer, isEmpty(answer), folded);
 }
 
 const isTextSearch = (operator: Operator): boolean => operator === 'contains' || operator === 'not_contains';
@@ -405,11 +405,12 @@ export function compileLogic(form: LogicForm): CompiledLogic {
         conditionKind.push(kinds[source]!);
         conditionOperator.push(condition.operator);
         // Lists become sets once, so a condition costs the same however long its list is; text
-        // that `contains` looks for is folded once.
+        // that `contains` looks for is folded once. On a list of choices `contains` is membership
+        // of the choice as written (API.md), so its value is not folded.
         const value = condition.value;
         conditionValue.push(
           condition.operator === 'is_any_of' && Array.isArray(value) ? new Set(value)
-            : isTextSearch(condition.operator) && typeof value === 'string' ? fold(value)
+            : isTextSearch(condition.operator) && typeof value === 'string' && kinds[source] !== 'choices' ? fold(value)
               : value,
         );
         c++;

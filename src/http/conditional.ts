@@ -142,9 +142,14 @@ export function tagOfAnswer(payload: string | Buffer): string {
   return found ? tagOfStamp(found.id, found.updatedAt) : hashTag(payload);
 }
 
-/** Entity tags of an `If-Match`/`If-None-Match` header (`*` included as is). */
-export function parseTags(header: string): string[] {
-  return (header.match(/\*|(?:W\/)?"[^"]*"/g) ?? []).map((tag) => tag.replace(/^W\//, ''));
+/**
+ * Entity tags of an `If-Match`/`If-None-Match` header (`*` included as is). `If-None-Match` compares
+ * weakly (a `W/` tag matches its strong one, RFC 9110 §13.1.2); `If-Match` strongly (§13.1.1):
+ * there a weak tag matches nothing.
+ */
+export function parseTags(header: string, comparison: 'weak' | 'strong' = 'weak'): string[] {
+  const tags = header.match(/\*|(?:W\/)?"[^"]*"/g) ?? [];
+  return comparison === 'weak' ? tags.map((tag) => tag.replace(/^W\//, '')) : tags.filter((tag) => !tag.startsWith('W/'));
 }
 
 /** Runs conditional writes of one resource one after the other (per process). */
@@ -196,7 +201,7 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
     const current = await lookup(db, request.principal.workspaceId, params);
     // An unknown resource is the handler's to answer (404), exactly as without the header.
     if (current === undefined) return;
-    const wanted = parseTags(header);
+    const wanted = parseTags(header, 'strong');
     if (!wanted.includes('*') && !wanted.includes(current)) {
       throw new AppError(
         'precondition_failed',

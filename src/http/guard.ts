@@ -93,8 +93,8 @@ function decide(
   }
   const config = request.routeOptions.config;
   if (config.public) return done();
-  // A signed download URL (the handler checks the signature) needs no key.
-  if (config.signedDownload && typeof (request.query as { signature?: unknown } | undefined)?.signature === 'string') return done();
+  // A signed download URL (the handler checks the signature, and refuses one that lacks either part) needs no key.
+  if (config.signedDownload && isSignedQuery(request.query)) return done();
   if (!check?.ok) {
     const challenge = { 'www-authenticate': 'Bearer' };
     if (check === null) {
@@ -122,4 +122,10 @@ function decide(
     );
   }
   done();
+}
+
+/** A download request made through a signed URL: it carries `signature` or `expires` (both, unless tampered with). */
+export function isSignedQuery(query: unknown): boolean {
+  const q = query as { signature?: unknown; expires?: unknown } | undefined;
+  return q?.signature !== undefined || q?.expires !== undefined;
 }

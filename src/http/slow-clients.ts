@@ -73,7 +73,7 @@ export function watchBodyRate(app: FastifyInstance, options: BodyRateOptions): v
           'request_timeout',
           `The request body arrived at ${Math.round(rate)} bytes/s on average; this service needs at least ${options.minBytesPerSecond} bytes/s after the first ${options.graceMs / 1000} s. Send it again over a faster connection.`,
         ),
-        { 'x-request-id': request.id },
+        { ...rateLimitHeaders(watch.reply), 'x-request-id': request.id },
       );
     }
   }, options.checkEveryMs ?? 1000);
@@ -82,6 +82,16 @@ export function watchBodyRate(app: FastifyInstance, options: BodyRateOptions): v
     clearInterval(timer);
     done();
   });
+}
+
+/** The `X-RateLimit-*` headers the guard set on this reply (none when it was refused before the limiter). */
+function rateLimitHeaders(reply: FastifyReply): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+    const value = reply.getHeader(name);
+    if (value !== undefined) headers[name] = String(value);
+  }
+  return headers;
 }
 
 export interface UploadSlotOptions {

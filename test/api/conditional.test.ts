@@ -56,7 +56,13 @@ describe('conditional requests', () => {
     assert.equal(bob.statusCode, 412);
     assert.equal(bob.json().code, 'precondition_failed');
     assert.equal((await get(`${FORMS}/${form.id}`)).json().data.title, 'Alice');
-    assert.equal((await put('Carol', aliceTag)).statusCode, 200);
+    // If-Match compares strongly: the weak form of the current tag matches nothing.
+    const weak = await put('Weak', `W/${aliceTag}`);
+    assert.equal(weak.statusCode, 412);
+    assert.equal((await get(`${FORMS}/${form.id}`)).json().data.title, 'Alice');
+    assert.equal((await put('Carol', `W/${aliceTag}, ${aliceTag}`)).statusCode, 200);
+    const carolTag = (await get(`${FORMS}/${form.id}`)).headers.etag as string;
+    assert.equal((await put('Carol', carolTag)).statusCode, 200);
     assert.equal((await put('Any', '*')).statusCode, 200);
     const del = await ctx.app.inject({ method: 'DELETE', url: `${FORMS}/${form.id}`, headers: { ...headers, 'if-match': aliceTag } });
     assert.equal(del.statusCode, 412);

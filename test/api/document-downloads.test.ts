@@ -109,6 +109,13 @@ describe('document downloads', () => {
       `?expires=${Number(expires) + 3600}&signature=${signature}`,
       `?signature=${signature}`,
       `?expires=${expires}&signature=short`,
+      // Malformed parts are tampering too, not a validation error, and a URL stripped of its
+      // signature is not asked for a key.
+      `?expires=${expires}x&signature=${signature}`,
+      `?expires=-1&signature=${signature}`,
+      `?expires=${expires}&signature=${signature}${'A'.repeat(80)}`,
+      `?expires=${expires}`,
+      `?expires=&signature=`,
     ]) {
       const res = await ctx.app.inject({ method: 'GET', url: `${doc.originalUrl}${query}` });
       assert.equal(res.statusCode, 403, query);

@@ -287,6 +287,16 @@ describe('documents', () => {
       const octets = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, 'content-type': 'application/pdf' }, payload: '%PDF-1.4' });
       assert.equal(octets.statusCode, 415);
       assert.equal(octets.json().code, 'unsupported_media_type');
+      assert.match(octets.json().hint, /multipart\/form-data/, 'the hint names the upload format, not JSON');
+      // Whatever a JSON body holds (malformed, over the JSON limit) the answer is the same 415, before it is read.
+      for (const payload of ['{bad', JSON.stringify({ pad: 'p'.repeat(1_100_000) })]) {
+        const res = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, 'content-type': 'application/json' }, payload });
+        assert.equal(res.statusCode, 415, payload.slice(0, 10));
+        assert.equal(res.json().code, 'unsupported_media_type');
+        assert.match(res.json().hint, /multipart\/form-data/);
+      }
+      // Without a key, the key is asked for first.
+      assert.equal((await ctx.app.inject({ method: 'POST', url: DOCS, headers: { 'content-type': 'application/json' }, payload: '{bad' })).statusCode, 401);
     });
   });
 

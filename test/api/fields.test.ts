@@ -54,12 +54,13 @@ describe('document fields', () => {
     const doc = await newDocument();
     const bad: Array<[object, RegExp]> = [
       [{ ...box, type: 'date', pageNumber: 4 }, /pageNumber: must be a page of the document, from 1 to 3/],
-      [{ ...box, type: 'date', pageNumber: 0 }, /pageNumber: must be >= 1/],
+      [{ ...box, type: 'date', pageNumber: 0 }, /pageNumber: must be ≥ 1/],
       [{ ...box, type: 'date', pageNumber: 1.5 }, /pageNumber: must be an integer/],
-      [{ ...box, type: 'date', x: -0.1 }, /x: must be >= 0/],
-      [{ ...box, type: 'date', x: 1.2 }, /x: must be <= 1/],
+      [{ ...box, type: 'date', x: -0.1 }, /x: must be ≥ 0/],
+      [{ ...box, type: 'date', x: 1.2 }, /x: must be ≤ 1/],
       [{ ...box, type: 'date', width: 0 }, /width: must be > 0/],
       [{ ...box, type: 'date', height: 0 }, /height: must be > 0/],
+      [{ ...box, type: 'date', height: -0.05 }, /height: must be > 0/],
       [{ ...box, type: 'date', x: 0.9, width: 0.2 }, /x: x \+ width must be ≤ 1/],
       [{ ...box, type: 'date', y: 0.97, height: 0.05 }, /y: y \+ height must be ≤ 1/],
       [{ ...box, type: 'date', x: '0.1' }, /x: must be a number/],
@@ -80,7 +81,7 @@ describe('document fields', () => {
       [{ ...box, type: 'date', label: '  ' }, /label: must not be blank/],
       [{ ...box, type: 'date', colour: 'red' }, /^colour: unknown key/],
       [{ ...box, type: 'date', pageNumber: 1, page_number: 2 }, /pageNumber: given twice/],
-      [{ ...box, type: 'date', order: -1 }, /order: must be >= 0/],
+      [{ ...box, type: 'date', order: -1 }, /order: must be ≥ 0/],
     ];
     for (const [payload, hint] of bad) {
       const res = await post(doc, payload);
@@ -106,7 +107,7 @@ describe('document fields', () => {
     const items = Array.from({ length: 5 }, (_, i) => ({ ...box, type: 'short_text', label: `F${i}` }));
     const bad = await bulk(doc, [...items.slice(0, 3), { ...box, type: 'short_text', x: 1.5 }, items[4]]);
     assert.equal(bad.statusCode, 400);
-    assert.match(bad.json().hint, /^fields\[3\]\.x: must be <= 1/);
+    assert.match(bad.json().hint, /^fields\[3\]\.x: must be ≤ 1/);
     const badPage = await bulk(doc, [...items.slice(0, 2), { ...box, type: 'date', pageNumber: 9 }]);
     assert.match(badPage.json().hint, /^fields\[2\]\.pageNumber: must be a page of the document/);
     const unknownKey = await bulk(doc, [items[0], { ...box, type: 'date', colour: 'red' }]);

@@ -171,6 +171,30 @@ describe('forms CRUD', () => {
     assert.match(atLimit.json().hint, /settings: must be at most 65536 bytes/);
   });
 
+  it('an operation that takes no body refuses one with keys, and takes an empty one with a JSON content type', async () => {
+    const form = (await create({ title: 'to delete' })).json().data;
+    const typo = await ctx.app.inject({ method: 'DELETE', url: `${FORMS}/${form.id}`, headers: { ...headers, 'content-type': 'application/json' }, payload: '{"permanent":true}' });
+    assert.equal(typo.statusCode, 400, typo.body);
+    assert.equal(typo.json().code, 'validation_failed');
+    assert.match(typo.json().hint, /^permanent: unknown key/);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${FORMS}/${form.id}`, headers })).statusCode, 200, 'nothing was deleted');
+    const array = await ctx.app.inject({ method: 'DELETE', url: `${FORMS}/${form.id}`, headers: { ...headers, 'content-type': 'application/json' }, payload: '[1]' });
+    assert.equal(array.statusCode, 400);
+    assert.match(array.json().hint, /^body: this operation takes no body/);
+    // A client that sends the JSON content type on every request, with no body or with {}.
+    for (const payload of ['', '{}']) {
+      const other = (await create({ title: 'to delete' })).json().data;
+      const res = await ctx.app.inject({ method: 'DELETE', url: `${FORMS}/${other.id}`, headers: { ...headers, 'content-type': 'application/json' }, payload });
+      assert.equal(res.statusCode, 200, `${JSON.stringify(payload)}: ${res.body}`);
+      assert.deepEqual(res.json().data, { id: other.id, deleted: true });
+    }
+    const read = await ctx.app.inject({ method: 'GET', url: `${FORMS}/${form.id}`, headers: { ...headers, 'content-type': 'application/json' }, payload: '' });
+    assert.equal(read.statusCode, 200, read.body);
+    // A route whose body is required still refuses an empty one.
+    const emptyCreate = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: '' });
+    assert.equal(emptyCreate.statusCode, 400);
+  });
+
   it('lists newest first with pagination rules and a status filter', async () => {
     const ws = bearer(await ctx.key(['forms:read', 'forms:write']));
     const ids: string[] = [];

@@ -117,6 +117,8 @@ describe('slow request bodies and the upload slots (raw sockets)', () => {
     const res = await rawRequest(port, trickle, { gapMs: 100, timeoutMs: 8000 });
     assert.equal(res.status, 408, res.body);
     assert.ok(isEnvelope(res.body));
+    // Counted by the rate limit before its body was refused: the answer says so, as every answer does.
+    for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id']) assert.ok(res.headers[name], name);
   });
 
   it('a request refused before its body arrived (403) cannot keep the connection with a slow body', async () => {

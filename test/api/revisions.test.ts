@@ -266,9 +266,13 @@ describe('publishing and revisions', () => {
     assert.equal(revision.changesSummary, 'First version: +2 fields');
     const first = await send('GET', `/documents/${doc}/revisions/1`);
     // The live document has a downloadUrl made at each read; a snapshot, which never changes, has none.
+    // The publish answer's document is the live one, with its own downloadUrl.
     const { fields: draftFields, downloadUrl, ...draftDocument } = draft;
+    const { downloadUrl: publishedUrl, ...publishedDocument } = document;
     assert.equal(typeof downloadUrl, 'string');
-    assert.deepEqual(first.json().data.snapshot, { document: { ...draftDocument, ...document }, fields: draftFields });
+    assert.match(publishedUrl, /^https?:\/\//);
+    assert.deepEqual(first.json().data.snapshot, { document: { ...draftDocument, ...publishedDocument }, fields: draftFields });
+    assert.equal('downloadUrl' in first.json().data.snapshot.document, false);
     await fails(send('POST', `/documents/${doc}/publish`), 409, 'no_changes');
 
     for (const f of draftFields) await ok(send('DELETE', `/documents/${doc}/fields/${f.id}`));

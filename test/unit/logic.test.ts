@@ -39,6 +39,10 @@ describe('conditions', () => {
     assert.equal(conditionHolds('text', 'equals', 'ACME', 'acme'), false, 'equals does not');
     assert.equal(conditionHolds('choices', 'contains', 'b', ['a', 'b']), true);
     assert.equal(conditionHolds('choices', 'not_contains', 'c', ['a', 'b']), true);
+    // Membership of a choice as written: capitals in a choice do not stop it from matching.
+    assert.equal(conditionHolds('choices', 'contains', 'Red', ['Red', 'blue']), true);
+    assert.equal(conditionHolds('choices', 'not_contains', 'Red', ['Red']), false);
+    assert.equal(conditionHolds('choices', 'contains', 'Red', ['blue']), false);
     assert.equal(conditionHolds('choices', 'is_any_of', ['c', 'b'], ['a', 'b']), true);
     assert.equal(conditionHolds('number', 'greater_than', 18, 21), true);
     assert.equal(conditionHolds('number', 'less_or_equal', 18, 18), true);
@@ -95,6 +99,26 @@ describe('evaluation', () => {
       hiddenSectionIds: ['S'],
       missingRequiredQuestionIds: ['note'],
     });
+  });
+
+  it('contains on a multi_select or a picture choice of several answers is membership of the choice as written', () => {
+    const form: LogicForm = {
+      sections: [],
+      questions: [
+        question('colours', 'multi_select', { options: { choices: ['Red', 'blue'] } }),
+        question('pictures', 'picture_choice', { options: { picture_choices: [{ label: 'Red' }, { label: 'blue' }], allow_multiple: true } }),
+        question('t1'),
+        question('t2'),
+        question('t3'),
+      ],
+      rules: [
+        rule('r1', 'show', 't1', [{ sourceQuestionId: 'colours', operator: 'contains', value: 'Red' }]),
+        rule('r2', 'show', 't2', [{ sourceQuestionId: 'pictures', operator: 'contains', value: 'Red' }]),
+        rule('r3', 'show', 't3', [{ sourceQuestionId: 'colours', operator: 'not_contains', value: 'Red' }]),
+      ],
+    };
+    assert.deepEqual(evaluate(form, { colours: ['Red'], pictures: ['blue', 'Red'] }).visibleQuestionIds, ['colours', 'pictures', 't1', 't2']);
+    assert.deepEqual(evaluate(form, { colours: ['blue'], pictures: ['blue'] }).visibleQuestionIds, ['colours', 'pictures', 't3']);
   });
 
   it('needs one show rule to hold; match any/all', () => {

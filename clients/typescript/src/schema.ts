@@ -9163,7 +9163,7 @@ export interface operations {
             query?: {
                 /** @description Of a signed downloadUrl: when it stops working (Unix seconds) */
                 expires?: string;
-                /** @description Of a signed downloadUrl: its signature; with it, no API key is needed */
+                /** @description Of a signed downloadUrl: its signature; with it (or with expires), no API key is needed, and a malformed, wrong or expired one is 403 invalid_signature */
                 signature?: string;
             };
             header?: {

@@ -17,6 +17,7 @@ import type { DocumentRow } from '../../store/schema.js';
 import { listFields } from '../../store/fields.js';
 import { documentId } from '../params.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
+import { isSignedQuery } from '../guard.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
 import { DeleteQuery, Deleted, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
@@ -124,24 +125,34 @@ export function parseRange(header: string, size: number): ByteRange | null | 'un
   return { start, end };
 }
 
+/**
+ * The live document as answered (create, list, get, update, publish): with a `downloadUrl` made now
+ * (a presigned URL of the store, or one formsign serves). Revision snapshots never pass through here.
+ */
+export async function presentDocument(deps: RouteDeps, request: FastifyRequest, document: DocumentView): Promise<DocumentView & { downloadUrl: string }> {
+  const { signer, publicBaseUrl, expiresS } = deps.downloads;
+  const presigned = await deps.blobs.presign(document.sha256, {
+    expiresInS: expiresS,
+    contentType: MIME[document.fileType],
+    contentDisposition: contentDisposition(document.originalFilename),
+  });
+  if (presigned) return { ...document, downloadUrl: presigned };
+  const expires = Math.floor(deps.clock.now() / 1000) + expiresS;
+  const base = publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  return { ...document, downloadUrl: `${base}${document.originalUrl}?expires=${expires}&signature=${signer.sign(document.id, expires)}` };
+}
+
+/** The media type of a Content-Type header, lower case, without its parameters ('' when absent). */
+function mediaType(header: string | undefined): string {
+  return (header ?? '').split(';', 1)[0]!.trim().toLowerCase();
+}
+
 /** Documents: upload, list, read, download, update (title, status), delete. */
 export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { store, blobs } = deps;
   const tags = ['Documents'];
 
-  /** The document as answered: with a `downloadUrl` made now (a presigned URL of the store, or one formsign serves). */
-  async function present(request: FastifyRequest, document: DocumentView): Promise<DocumentView & { downloadUrl: string }> {
-    const { signer, publicBaseUrl, expiresS } = deps.downloads;
-    const presigned = await blobs.presign(document.sha256, {
-      expiresInS: expiresS,
-      contentType: MIME[document.fileType],
-      contentDisposition: contentDisposition(document.originalFilename),
-    });
-    if (presigned) return { ...document, downloadUrl: presigned };
-    const expires = Math.floor(deps.clock.now() / 1000) + expiresS;
-    const base = publicBaseUrl ?? `${request.protocol}://${request.host}`;
-    return { ...document, downloadUrl: `${base}${document.originalUrl}?expires=${expires}&signature=${signer.sign(document.id, expires)}` };
-  }
+  const present = (request: FastifyRequest, document: DocumentView) => presentDocument(deps, request, document);
 
   app.post('/documents', {
     config: { grants: ['documents:write'] },
@@ -152,10 +163,15 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
       querystring: NoQuery,
       response: responses(201, Ok(DocumentSchema), { location: 'The document' }),
     },
-    handler: async (request, reply) => {
-      if (!request.isMultipart()) {
-        throw new AppError('unsupported_media_type', 'Upload the document as multipart/form-data with a part named "file".');
+    // Before any body parser runs: a JSON (or any other) body is refused as 415 whatever it holds,
+    // malformed or over the JSON limit, and is not read.
+    // (`request.isMultipart()` is only known once the multipart parser has run: the header is read here.)
+    preParsing: async (request) => {
+      if (mediaType(request.headers['content-type']) !== 'multipart/form-data') {
+        throw new AppError('unsupported_media_type', 'Upload the document as multipart/form-data with a part named "file" (and optionally "title").', { connection: 'close' });
       }
+    },
+    handler: async (request, reply) => {
       const principal = principalOf(request);
       let release: (() => void) | null = null;
       try {
@@ -204,8 +220,8 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const id = documentId(request.params.id);
       const { expires, signature } = request.query;
       let row: DocumentRow;
-      if (signature !== undefined) {
-        const verdict = deps.downloads.signer.verify(id, expires ?? '', signature, deps.clock.now());
+      if (isSignedQuery(request.query)) {
+        const verdict = deps.downloads.signer.verify(id, expires ?? '', signature ?? '', deps.clock.now());
         if (verdict !== 'ok') {
           throw new AppError('invalid_signature', verdict === 'expired' ? 'This download URL has expired: read the document again for a new downloadUrl.' : 'This download URL is not valid (its signature does not match): use the downloadUrl exactly as given.');
         }

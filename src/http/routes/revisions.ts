@@ -5,6 +5,7 @@ import { publishDocument, publishForm } from '../../services/publish.js';
 import { upgradeFormSnapshotText } from '../../domain/legacy-options.js';
 import { getRevision, listRevisions, parseVersion, type RevisionKind } from '../../store/revisions.js';
 import { pathId } from '../params.js';
+import { presentDocument } from './documents.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
@@ -80,7 +81,8 @@ export function revisionRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const id = pathId('Document', request.params.id);
       const published = await publishDocument(deps, principalOf(request), { documentId: id, changesSummary: summaryOf(request.body) });
       reply.code(201).header('location', `/api/v1/documents/${id}/revisions/${published.revision.version}`);
-      return { success: true, data: published };
+      // The document as it is now (with its downloadUrl, as every read of it); the revision's snapshot keeps none.
+      return { success: true, data: { ...published, document: await presentDocument(deps, request, published.document) } };
     },
   });
 

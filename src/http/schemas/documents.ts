@@ -7,6 +7,8 @@ export { IdParams as DocumentParams } from './common.js';
 const FieldTypeSchema = OneOf(FIELD_TYPES);
 const DirectionSchema = OneOf(DIRECTIONS);
 const Fraction = Type.Number({ minimum: 0, maximum: 1 });
+/** A box's width or height: more than 0 (API.md, Document fields). */
+const Extent = Type.Number({ exclusiveMinimum: 0, maximum: 1 });
 const FieldOptions = Type.Object(
   { choices: Type.Optional(Type.Array(Type.String({ maxLength: 500 }), { minItems: 1, maxItems: 500 })) },
   { additionalProperties: false },
@@ -48,8 +50,9 @@ export const DocumentSchema = Type.Object(
 
 export const FileQuery = Type.Object(
   {
-    expires: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$', description: 'Of a signed downloadUrl: when it stops working (Unix seconds)' })),
-    signature: Type.Optional(Type.String({ maxLength: 100, description: 'Of a signed downloadUrl: its signature; with it, no API key is needed' })),
+    // Not constrained here: a malformed value is a tampered URL, answered 403 invalid_signature by the handler, not 400.
+    expires: Type.Optional(Type.String({ description: 'Of a signed downloadUrl: when it stops working (Unix seconds)' })),
+    signature: Type.Optional(Type.String({ description: 'Of a signed downloadUrl: its signature; with it (or with expires), no API key is needed, and a malformed, wrong or expired one is 403 invalid_signature' })),
   },
   { additionalProperties: false },
 );
@@ -86,8 +89,8 @@ const fieldProperties = {
   pageNumber: Type.Integer({ minimum: 1 }),
   x: Fraction,
   y: Fraction,
-  width: Fraction,
-  height: Fraction,
+  width: Extent,
+  height: Extent,
   isRequired: Type.Optional(Type.Boolean()),
   isReadOnly: Type.Optional(Type.Boolean()),
   assigneeRole: Type.Optional(Role),
