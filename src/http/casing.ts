@@ -13,6 +13,12 @@ export function snakeToCamel(key: string): string {
   return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
+/**
+ * A JSON number too large for a double (`1e400`) parses as Infinity, which JSON cannot hold: it
+ * would be kept as `null`. Refused rather than changed ("kept as given").
+ */
+const OUT_OF_RANGE = 'holds a number out of range (beyond ±1.8e308); send a smaller number';
+
 /** Deeper JSON than any request of this API needs; refusing it keeps recursion bounded. */
 export const MAX_DEPTH = 32;
 
@@ -24,6 +30,7 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
   if (depth > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
   // PostgreSQL text cannot hold U+0000; no client means to send it.
   if (typeof value === 'string' && value.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+  if (typeof value === 'number' && !Number.isFinite(value)) throw invalid(path, OUT_OF_RANGE);
   if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}[${i}]`, opaque, renames, depth + 1));
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
@@ -64,6 +71,7 @@ function checkDepth(value: unknown, path: string, depth: number): void {
       if (item.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
       continue;
     }
+    if (typeof item === 'number' && !Number.isFinite(item)) throw invalid(path, OUT_OF_RANGE);
     if (item === null || typeof item !== 'object') continue;
     if (level > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
     const children = Array.isArray(item) ? item : Object.values(item);

@@ -148,6 +148,15 @@ describe('forms CRUD', () => {
     const malformed = await post('{"title": ', 'application/json');
     assert.equal(malformed.statusCode, 400);
     assert.equal(malformed.json().code, 'validation_failed');
+    // A number JSON allows but a double cannot hold is refused, not kept as null.
+    const before = (await ctx.app.inject({ method: 'GET', url: `${FORMS}?limit=1`, headers })).json().meta.total;
+    for (const body of ['{"title":"x","settings":{"a":1e400}}', '{"title":"x","settings":{"a":[-1e999]}}', '{"title":"x","description":"d","settings":{},"extra":1e400}']) {
+      const res = await post(body, 'application/json');
+      assert.equal(res.statusCode, 400, body);
+      assert.equal(res.json().code, 'validation_failed');
+    }
+    assert.match((await post('{"title":"x","settings":{"a":1e400}}', 'application/json')).json().hint, /^settings: holds a number out of range/);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${FORMS}?limit=1`, headers })).json().meta.total, before);
     const poisoned = await post('{"title":"x","__proto__":{"admin":true}}', 'application/json');
     assert.equal(poisoned.statusCode, 400);
     assert.equal(poisoned.json().code, 'validation_failed');
