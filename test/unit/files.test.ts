@@ -13,7 +13,8 @@ import { UnreadableDocument } from '../../src/files/errors.js';
 import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
 import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
-import { cleanFilename, contentDisposition } from '../../src/http/routes/documents.js';
+import { contentDisposition } from '../../src/http/document-answer.js';
+import { cleanFilename } from '../../src/http/routes/documents.js';
 import { corpusFiles, makeDocx } from '../helpers/files.js';
 import { pdfHelperPids } from '../helpers/processes.js';
 

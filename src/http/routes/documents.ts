@@ -6,7 +6,7 @@ import type { TempBlob } from '../../blobs/staging.js';
 import { sha256Counter } from '../../blobs/sha256.js';
 import { BlobNotFound, UploadGone, type ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
-import { MIME, UnsupportedFileType } from '../../files/analyze.js';
+import { UnsupportedFileType } from '../../files/analyze.js';
 import { UnreadableDocument } from '../../files/errors.js';
 import { QueueFull } from '../../files/fair-queue.js';
 import { deleteDocument } from '../../services/delete-document.js';
@@ -21,6 +21,7 @@ import { isSignedQuery } from '../guard.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
 import { DeleteQuery, Deleted, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
+import { contentDisposition, presentDocument } from '../document-answer.js';
 import { DocumentParams, DocumentSchema, DocumentWithFields, FileQuery, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
 
 /** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
@@ -30,13 +31,6 @@ export function cleanFilename(raw: string | undefined): string {
   // Control characters, and bidirectional overrides that could disguise the name's extension.
   const clean = base.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
   return [...clean].slice(0, 255).join('') || 'document';
-}
-
-/** `attachment; filename="…"` with an ASCII fallback and the exact name in RFC 5987 form. */
-export function contentDisposition(filename: string): string {
-  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /**
@@ -123,23 +117,6 @@ export function parseRange(header: string, size: number): ByteRange | null | 'un
   if (match[2] !== '' && Number(match[2]) < start) return null;
   if (start >= size) return 'unsatisfiable';
   return { start, end };
-}
-
-/**
- * The live document as answered (create, list, get, update, publish): with a `downloadUrl` made now
- * (a presigned URL of the store, or one formsign serves). Revision snapshots never pass through here.
- */
-export async function presentDocument(deps: RouteDeps, request: FastifyRequest, document: DocumentView): Promise<DocumentView & { downloadUrl: string }> {
-  const { signer, publicBaseUrl, expiresS } = deps.downloads;
-  const presigned = await deps.blobs.presign(document.sha256, {
-    expiresInS: expiresS,
-    contentType: MIME[document.fileType],
-    contentDisposition: contentDisposition(document.originalFilename),
-  });
-  if (presigned) return { ...document, downloadUrl: presigned };
-  const expires = Math.floor(deps.clock.now() / 1000) + expiresS;
-  const base = publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  return { ...document, downloadUrl: `${base}${document.originalUrl}?expires=${expires}&signature=${signer.sign(document.id, expires)}` };
 }
 
 /** The media type of a Content-Type header, lower case, without its parameters ('' when absent). */

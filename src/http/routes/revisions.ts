@@ -5,7 +5,7 @@ import { publishDocument, publishForm } from '../../services/publish.js';
 import { upgradeFormSnapshotText } from '../../domain/legacy-options.js';
 import { getRevision, listRevisions, parseVersion, type RevisionKind } from '../../store/revisions.js';
 import { pathId } from '../params.js';
-import { presentDocument } from './documents.js';
+import { presentDocument } from '../document-answer.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';

@@ -1,0 +1,28 @@
+import type { FastifyRequest } from 'fastify';
+import { MIME } from '../files/analyze.js';
+import type { DocumentView } from '../store/documents.js';
+import type { RouteDeps } from './route-deps.js';
+
+/** `attachment; filename="…"` with an ASCII fallback and the exact name in RFC 5987 form. */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * The live document as answered (create, list, get, update, publish): with a `downloadUrl` made now
+ * (a presigned URL of the store, or one formsign serves). Revision snapshots never pass through here.
+ */
+export async function presentDocument(deps: RouteDeps, request: FastifyRequest, document: DocumentView): Promise<DocumentView & { downloadUrl: string }> {
+  const { signer, publicBaseUrl, expiresS } = deps.downloads;
+  const presigned = await deps.blobs.presign(document.sha256, {
+    expiresInS: expiresS,
+    contentType: MIME[document.fileType],
+    contentDisposition: contentDisposition(document.originalFilename),
+  });
+  if (presigned) return { ...document, downloadUrl: presigned };
+  const expires = Math.floor(deps.clock.now() / 1000) + expiresS;
+  const base = publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  return { ...document, downloadUrl: `${base}${document.originalUrl}?expires=${expires}&signature=${signer.sign(document.id, expires)}` };
+}
