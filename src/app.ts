@@ -186,9 +186,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // content type as no body at all: clients that send that header on every request must work.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  // JSON text is UTF-8 (RFC 8259 §8.1): bytes that are not are refused, not turned into U+FFFD.
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
+    let body: string;
+    try {
+      body = utf8.decode(raw as Buffer);
+    } catch {
+      return done(new AppError('validation_failed', 'body: is not valid UTF-8; send the JSON encoded as UTF-8'), undefined);
+    }
     if (body === '' && (request.routeOptions.config?.optionalBody === true || !request.routeOptions.schema?.body)) return done(null, undefined);
-    parseJson(request, body as string, done);
+    parseJson(request, body, done);
   });
   app.decorateRequest('principal', null);
   app.addSchema(ErrorEnvelope);

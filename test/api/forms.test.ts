@@ -148,6 +148,13 @@ describe('forms CRUD', () => {
     const malformed = await post('{"title": ', 'application/json');
     assert.equal(malformed.statusCode, 400);
     assert.equal(malformed.json().code, 'validation_failed');
+    // Bytes that are not UTF-8 are refused, not stored as U+FFFD; a UTF-8 byte order mark is allowed.
+    const latin1 = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: Buffer.from('{"title":"Caf\xe9"}', 'latin1') });
+    assert.equal(latin1.statusCode, 400, latin1.body);
+    assert.match(latin1.json().hint, /^body: is not valid UTF-8/);
+    const bom = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"title":"Café"}')]) });
+    assert.equal(bom.statusCode, 201, bom.body);
+    assert.equal(bom.json().data.title, 'Café');
     // A number JSON allows but a double cannot hold is refused, not kept as null.
     const before = (await ctx.app.inject({ method: 'GET', url: `${FORMS}?limit=1`, headers })).json().meta.total;
     for (const body of ['{"title":"x","settings":{"a":1e400}}', '{"title":"x","settings":{"a":[-1e999]}}', '{"title":"x","description":"d","settings":{},"extra":1e400}']) {
