@@ -233,8 +233,9 @@ export const QUESTION_TYPE_SPECS: Record<QuestionType, QuestionTypeSpec> = {
     choices: (o) => o.choices as string[],
     answerProblem: (value, _o, choices) => {
       const set = choices!;
-      const ok = isStrings(value) && value.length <= set.size && value.every((v) => set.has(v)) && new Set(value).size === value.length;
-      return ok ? null : 'must be an array of distinct choices in ranked order';
+      // "The ordered list of its choices" (API.md): every choice once, in the order ranked.
+      const ok = isStrings(value) && value.length === set.size && value.every((v) => set.has(v)) && new Set(value).size === value.length;
+      return ok ? null : `must be an array of all ${set.size} choices, each once, in ranked order`;
     },
   },
   picture_choice: {
@@ -277,7 +278,9 @@ export const QUESTION_TYPE_SPECS: Record<QuestionType, QuestionTypeSpec> = {
       if (Object.keys(value).length > rows.length) return 'has more rows than the question';
       for (const [row, cell] of Object.entries(value)) {
         if (!rows.includes(row)) return `names the row "${row}", which is not one of the rows`;
-        const cells = o.allow_multiple === true && Array.isArray(cell) ? cell : [cell];
+        // With allow_multiple every cell is an array of columns (API.md); without, one column.
+        if (o.allow_multiple === true && !Array.isArray(cell)) return `has a value for "${row}" that is not an array of columns (the question allows several)`;
+        const cells = o.allow_multiple === true ? (cell as unknown[]) : [cell];
         if (cells.length > columns.length) return `has more values for "${row}" than there are columns`;
         if (cells.some((c) => typeof c !== 'string' || !columns.includes(c))) return `has a value for "${row}" that is not one of the columns`;
       }

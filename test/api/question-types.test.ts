@@ -50,6 +50,22 @@ describe('question types: answers, calculations, settings, OpenAPI, stored optio
     assert.deepEqual((await evaluate({})).json().data.missingRequiredQuestionIds, [home.id]);
   });
 
+  it('a ranking answer orders every choice once; a matrix answer of several columns has an array in each row', async () => {
+    const form = await newForm();
+    const rank = await question(form, { questionText: 'Rank', type: 'ranking', options: { choices: ['a', 'b', 'c'] } });
+    const grid = await question(form, { questionText: 'Grid', type: 'matrix', options: { rows: ['r1', 'r2'], columns: ['c1', 'c2'], allow_multiple: true } });
+    const single = await question(form, { questionText: 'One each', type: 'matrix', options: { rows: ['r1'], columns: ['c1', 'c2'] } });
+    const evaluate = (answers: object) => send('POST', `/forms/${form}/evaluate`, { answers });
+    const ok = await evaluate({ [rank.id]: ['c', 'a', 'b'], [grid.id]: { r1: ['c1', 'c2'], r2: [] }, [single.id]: { r1: 'c2' } });
+    assert.equal(ok.statusCode, 200, ok.body);
+    assert.equal((await evaluate({ [rank.id]: [] })).statusCode, 200, 'an empty ranking is no answer');
+    for (const partial of [['b'], ['a', 'b'], ['a', 'a', 'b'], ['a', 'b', 'c', 'd']]) {
+      refused(await evaluate({ [rank.id]: partial }), new RegExp(`answers\\.${rank.id}: must be an array of all 3 choices, each once, in ranked order`));
+    }
+    refused(await evaluate({ [grid.id]: { r1: 'c1' } }), /has a value for "r1" that is not an array of columns/);
+    refused(await evaluate({ [single.id]: { r1: ['c1'] } }), /has a value for "r1" that is not one of the columns/);
+  });
+
   it('calculations refer to questions by id or by text; evaluate works their values out; rules can use them', async () => {
     const form = await newForm();
     const quantity = await question(form, { questionText: 'Quantity', type: 'number' });
