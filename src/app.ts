@@ -296,7 +296,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Files are streamed part by part (request.parts()); limits are set per upload.
   await app.register(multipart, { throwFileSizeLimit: true });
 
-  app.get(`${API_PREFIX}/openapi.json`, { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  app.get(`${API_PREFIX}/openapi.json`, {
+    config: { public: true },
+    schema: { response: { 200: { type: 'object', description: 'The OpenAPI 3.1 document', additionalProperties: true } } },
+  }, async () => app.swagger());
   // One dependencies object for every route module and every use case (src/services/).
   const routeDeps: RouteDeps = {
     store: deps.store,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { ERROR_STATUS, reasonPhrase, type ErrorCode } from '../domain/errors.js';
+import { MAX_PAGE } from './pagination.js';
 
 /**
  * What the OpenAPI document says beyond the route schemas (API.md, Integration conveniences:
@@ -51,6 +52,7 @@ const op = (operationId: string, tag: string, summary: string, description: stri
 });
 
 export const OPERATIONS: Record<string, OperationMeta> = {
+  'GET /api/v1/openapi.json': op('getOpenApiDocument', 'Operations', 'This OpenAPI 3.1 document', 'The document of every operation, as this server runs them; needs no key (rate limited per client address).', 'The OpenAPI document'),
   'GET /healthz': op('getHealth', 'Operations', 'Check that the process is alive', 'Answers as long as the process runs; needs no key and is not rate limited.', 'The process is alive'),
   'GET /readyz': op('getReadiness', 'Operations', 'Check that the database answers', 'Answers 200 when the database can be reached, 503 otherwise; needs no key and is not rate limited.', 'The database answers'),
 
@@ -186,6 +188,11 @@ const HEADERS: Record<string, Json> = {
   RetryAfter: { description: 'Seconds to wait before sending the request again.', schema: { type: 'integer', minimum: 1 } },
   Location: { description: 'The path of the resource created (or, for a parse job, of the job to poll).', schema: { type: 'string', format: 'uri-reference' } },
   ETag: { description: 'The entity tag of the resource in its current state: send it as If-None-Match to read it again cheaply, or as If-Match to change it only if nobody else has.', schema: { type: 'string' } },
+  WwwAuthenticate: { description: 'The scheme to authenticate with: `Bearer`.', schema: { type: 'string', enum: ['Bearer'] } },
+  ContentRange: { description: 'The bytes sent and the file\'s size (`bytes 0-99/46490`); on `416`, the size alone (`bytes */46490`).', schema: { type: 'string' } },
+  ContentDisposition: { description: '`attachment` with the name the file was uploaded with (ASCII fallback, and the exact name in RFC 5987 form).', schema: { type: 'string' } },
+  AcceptRanges: { description: 'Byte ranges are served: `bytes`.', schema: { type: 'string', enum: ['bytes'] } },
+  CacheControl: { description: '`private, no-cache` with the API key (revalidate with If-None-Match); `private, max-age=…` through a signed URL.', schema: { type: 'string' } },
   IdempotentReplayed: { description: 'Present (`true`) when this answer is the kept answer of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
 };
 
@@ -210,6 +217,13 @@ const PARAMETERS: Record<string, Json> = {
     in: 'header',
     required: false,
     description: 'ETags (or `*`): when the resource\'s current ETag is one of them the answer is `304 Not Modified` with no body.',
+    schema: { type: 'string' },
+  },
+  Range: {
+    name: 'Range',
+    in: 'header',
+    required: false,
+    description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`): the answer is `206` with that part; a range that starts past the end is `416`. Several ranges, or a malformed one, are ignored (the whole file).',
     schema: { type: 'string' },
   },
   XRequestId: {
@@ -264,27 +278,37 @@ interface Operation extends Json {
 /** Every error code an operation can answer, from its kind (method, body, path) and its own list. */
 export function errorCodes(method: string, path: string, operation: Operation, meta: OperationMeta | undefined): ErrorCode[] {
   if (!path.startsWith('/api/v1/')) return [...PUBLIC];
+  // The API's own document: no key, but counted per client address like any unauthenticated request.
+  if (path === OPENAPI_PATH) return [...PUBLIC, 'rate_limited', 'payload_too_large', 'unsupported_media_type'];
   const codes = new Set<ErrorCode>(ALWAYS);
   const params = operation.parameters ?? [];
   if (params.some((p) => p.in === 'query' && p.name === 'page')) codes.add('invalid_pagination');
   if (path.includes('{')) codes.add('not_found');
-  if (operation.requestBody && (operation.requestBody.content as Json | undefined)?.['application/json']) {
-    codes.add('payload_too_large');
-    codes.add('unsupported_media_type');
-  }
+  // Any request may carry a body: over 1 MiB, or of a type other than JSON, it is refused before
+  // the route (one that takes no body refuses a JSON one with keys: validation_failed).
+  codes.add('payload_too_large');
+  codes.add('unsupported_media_type');
   if (method === 'post') {
     codes.add('idempotency_key_in_progress');
     codes.add('idempotency_key_reused');
   }
   if (method === 'put' || method === 'delete') codes.add('precondition_failed');
-  if (operation.requestBody && (operation.requestBody.content as Json | undefined)?.['multipart/form-data']) codes.add('unsupported_media_type');
   for (const code of meta?.errors ?? []) codes.add(code);
   return [...codes];
 }
 
-function errorResponse(status: number, codes: ErrorCode[]): Json {
+const OPENAPI_PATH = '/api/v1/openapi.json';
+
+/** Error statuses a POST's handler answers, which its Idempotency-Key keeps and replays. */
+const REPLAYED_ERRORS = new Set([400, 404, 409, 422]);
+
+function errorResponse(status: number, codes: ErrorCode[], method: string): Json {
   const headers: Json = { ...RATE_HEADERS };
   if (status === 429 || status === 503 || status === 409) headers['Retry-After'] = ref('headers', 'RetryAfter');
+  if (status === 401) headers['WWW-Authenticate'] = ref('headers', 'WwwAuthenticate');
+  // A POST's answers from its handler are kept and replayed under its Idempotency-Key, errors
+  // below 500 included (those answered before it, by the key check, rate limit or schema, are not).
+  if (method === 'post' && REPLAYED_ERRORS.has(status)) headers['Idempotent-Replayed'] = ref('headers', 'IdempotentReplayed');
   return {
     description: `${reasonPhrase(status)}: ${STATUS_MEANING[status] ?? 'Error'}. Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
     headers,
@@ -335,7 +359,8 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
         if ((p.in === 'query' && (p.name === 'page' || p.name === 'limit')) || (p.in === 'path' && p.name === 'version')) {
           const minimum = 1;
           const fallback = p.name === 'page' ? 1 : p.name === 'limit' ? 20 : undefined;
-          return { ...p, schema: { type: 'integer', minimum, ...(fallback !== undefined ? { default: fallback } : {}) } };
+          const maximum = p.name === 'page' ? { maximum: MAX_PAGE } : {};
+          return { ...p, schema: { type: 'integer', minimum, ...maximum, ...(fallback !== undefined ? { default: fallback } : {}) } };
         }
         if (p.in === 'path' && !p.description) return { ...p, description: 'The id (a UUID)' };
         return p;
@@ -343,14 +368,22 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
       if (api) parameters.push(ref('parameters', 'XRequestId'));
       if (api && method === 'post') parameters.push(ref('parameters', 'IdempotencyKey'));
       if (api && (method === 'put' || method === 'delete')) parameters.push(ref('parameters', 'IfMatch'));
-      if (single) parameters.push(ref('parameters', 'IfNoneMatch'));
+      const download = meta?.operationId === 'downloadDocumentFile';
+      if (path === OPENAPI_PATH) operation.security = [];
+      if (single || download) parameters.push(ref('parameters', 'IfNoneMatch'));
+      if (download) {
+        parameters.push(ref('parameters', 'Range'));
+        // The API key, or a signed downloadUrl's expires and signature instead of it.
+        operation.security = [{ apiKey: [] }, {}];
+      }
       operation.parameters = parameters;
 
       const responses: Record<string, Json> = {};
       for (const [status, response] of Object.entries(operation.responses)) {
         if (!/^[23]\d\d$/.test(status)) continue;
         const headers: Json = api ? { ...RATE_HEADERS } : {};
-        if ((response.headers as Json | undefined)?.Location || status === '201' || status === '202') headers.Location = ref('headers', 'Location');
+        // Only where the route sends one (declared with its `responses(…, { location })`).
+        if ((response.headers as Json | undefined)?.Location) headers.Location = ref('headers', 'Location');
         if (status === '200' && (single || method === 'put')) headers.ETag = ref('headers', 'ETag');
         if (api && method === 'post') headers['Idempotent-Replayed'] = ref('headers', 'IdempotentReplayed');
         const described: Json = { ...response, description: meta?.returns ?? String(response.description ?? 'Success') };
@@ -367,8 +400,9 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
       if (meta?.operationId === 'downloadDocumentFile') {
         // The download keeps its own validators (the content's hash) and serves ranges.
         const ok = responses['200'] as Json;
-        ok.headers = { ...(ok.headers as Json), ETag: ref('headers', 'ETag') };
-        responses['206'] = { ...ok, description: 'Partial Content: the one range asked for, with its Content-Range' };
+        const fileHeaders = { 'Content-Disposition': ref('headers', 'ContentDisposition'), 'Accept-Ranges': ref('headers', 'AcceptRanges'), 'Cache-Control': ref('headers', 'CacheControl') };
+        ok.headers = { ...(ok.headers as Json), ETag: ref('headers', 'ETag'), ...fileHeaders };
+        responses['206'] = { ...ok, headers: { ...(ok.headers as Json), 'Content-Range': ref('headers', 'ContentRange') }, description: 'Partial Content: the one range asked for, with its Content-Range' };
         responses['304'] = { description: 'Not Modified: If-None-Match holds the file\'s ETag (no body)', headers: { ...RATE_HEADERS, ETag: ref('headers', 'ETag') } };
       }
       const byStatus = new Map<number, ErrorCode[]>();
@@ -376,7 +410,7 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
         const status = ERROR_STATUS[code];
         byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
       }
-      for (const status of [...byStatus.keys()].sort()) responses[String(status)] = errorResponse(status, byStatus.get(status)!);
+      for (const status of [...byStatus.keys()].sort()) responses[String(status)] = errorResponse(status, byStatus.get(status)!, path.startsWith('/api/v1/') ? method : '');
       operation.responses = responses;
     }
   }

@@ -78,7 +78,7 @@ describe(`webhook endpoints API (${TEST_DB})`, () => {
   });
 
   it('checks events and keys', async () => {
-    await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a', events: ['form_published', 'form_exploded'] }), 400, 'validation_failed', /^events\[1\]: unknown event "form_exploded"/);
+    await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a', events: ['form_published', 'form_exploded'] }), 400, 'validation_failed', /^events\[1\]: must be one of "/);
     await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a', events: ['*', 'form_published'] }), 400, 'validation_failed', /"\*" means every event/);
     await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a', events: [] }), 400, 'validation_failed', /events/);
     await fails(send('POST', '/webhooks', { url: 'https://hooks.example.test/a' }), 400, 'validation_failed', /events: is required/);

@@ -3,7 +3,7 @@ import { paginationQuery } from '../pagination.js';
 import { EVENT_TYPES } from '../../webhooks/events.js';
 import { Id, Nullable, OneOf, Timestamp } from './common.js';
 
-const EventName = Type.String({ minLength: 1, maxLength: 64, description: `One of ${EVENT_TYPES.join(', ')}; or "*" alone for every event` });
+const EventName = OneOf([...EVENT_TYPES, '*'], { description: 'An event type, or "*" alone for every event' });
 const Events = Type.Array(EventName, { minItems: 1, maxItems: 50, description: 'The events the endpoint receives ("*" alone: all of them)' });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'An https URL that does not resolve to a loopback, private, link-local or metadata address (see WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE)' });
 const Description = Nullable(Type.String({ maxLength: 500 }));
@@ -12,7 +12,7 @@ export const WebhookEndpoint = Type.Object(
   {
     id: Id,
     url: Type.String(),
-    events: Type.Array(Type.String()),
+    events: Type.Array(EventName),
     description: Nullable(Type.String()),
     enabled: Type.Boolean(),
     disabledReason: Nullable(Type.String({ description: 'Why the service disabled the endpoint (after 5 days of failed deliveries); null otherwise' })),
