@@ -156,7 +156,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // headers within 15 s. Node checks both once a second (its default: every 30 s).
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.idleTimeoutMs,
-    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // requestTimeout again here: Node checks headersTimeout ≤ requestTimeout when it makes the
+    // server, before Fastify sets the latter (against Node's own default of 300 s).
+    http: { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: 1000 },
     // Requests Node's parser refuses (a space in the path, a bad Content-Length, headers over
     // 16 KiB, a timeout) are answered in the envelope too.
     clientErrorHandler: makeClientErrorHandler({
@@ -248,6 +250,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('preClose', async () => {
     shuttingDown = true;
+  });
+  // Answers finished while shutting down close their connection, so that a client does not send
+  // its next request on a connection about to go (it would get no answer at all).
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (shuttingDown) reply.header('connection', 'close');
+    done(null, payload);
   });
   app.addHook('onClose', async () => keys.close());
 

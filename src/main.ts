@@ -1,4 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=4
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
@@ -59,6 +60,56 @@ export function openStore(config: Config): Store {
   return createStore(storeOptions(config));
 }
 
+/** Errors of a first contact with the database that are the setting's (unreachable, refused, unknown database or user). */
+const UNREACHABLE = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ECONNRESET|08\w{3}|28\w{3}|3D000)$/;
+
+/** The store, migrated; a database that cannot be reached stops start-up with one line naming DATABASE_URL. */
+async function openMigratedStore(config: Config): Promise<Store> {
+  const store = openStore(config);
+  try {
+    await migrate(store);
+  } catch (error) {
+    await store.close().catch(() => {});
+    const code = String((error as { code?: unknown }).code ?? '');
+    if (config.databaseUrl && UNREACHABLE.test(code)) throw new ConfigError('DATABASE_URL', `cannot be used: ${(error as Error).message}`);
+    throw error;
+  }
+  return store;
+}
+
+/**
+ * DATA_DIR made (each missing folder in turn: Node's recursive mkdir never returns under /proc)
+ * and checked to be a folder this process can write, or one line naming DATA_DIR.
+ */
+function prepareDataDir(dir: string): void {
+  const missing: string[] = [];
+  let at = path.resolve(dir);
+  try {
+    while (!fs.existsSync(at)) {
+      missing.unshift(at);
+      const parent = path.dirname(at);
+      if (parent === at) break;
+      at = parent;
+    }
+    for (const folder of missing) fs.mkdirSync(folder);
+    if (!fs.statSync(path.resolve(dir)).isDirectory()) throw new Error('it is not a folder');
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+  } catch (error) {
+    throw new ConfigError('DATA_DIR', `must be a folder this process can create and write (${dir}): ${(error as Error).message}`);
+  }
+}
+
+/** SOFFICE_PATH given as a path: an executable file, or one line naming the setting. */
+function checkedSoffice(file: string): string {
+  try {
+    if (!fs.statSync(file).isFile()) throw new Error('it is not a file');
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch (error) {
+    throw new ConfigError('SOFFICE_PATH', `must be auto, off or the path of LibreOffice's soffice program (${file}): ${(error as Error).message}`);
+  }
+  return file;
+}
+
 /** The blob store `BLOB_STORE` names, checked: an unreachable bucket stops start-up with one line. */
 async function openBlobStore(config: Config, store: Store): Promise<BlobStore> {
   const blobs = await createBlobStore(config.blobs, { dataDir: config.dataDir, db: store.db, pgPool: store.pgPool, dialect: store.dialect });
@@ -72,9 +123,8 @@ async function openBlobStore(config: Config, store: Store): Promise<BlobStore> {
 }
 
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(config);
+  const store = await openMigratedStore(config);
   try {
-    await migrate(store);
     return await work(store);
   } finally {
     await store.close();
@@ -83,8 +133,7 @@ async function withStore<T>(config: Config, work: (store: Store) => Promise<T>):
 
 async function serve(config: Config, args: string[]): Promise<void> {
   const { values: flags } = parseArgs({ args, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
-  const store = openStore(config);
-  await migrate(store);
+  const store = await openMigratedStore(config);
   let limiter: RateLimiter;
   let warn: (error: unknown) => void = () => {};
   if (config.redisUrl) {
@@ -119,7 +168,7 @@ async function serve(config: Config, args: string[]): Promise<void> {
   // its journal row is an orphan only once it is older than that (on SQLite at start-up, at once).
   const uploadGraceMs = Math.max(UPLOAD_SWEEP_GRACE_MS, config.http.requestTimeoutMs + BLOB_SWEEP_GRACE_MS);
   const swept = await sweepBlobs(store, blobs, staging, store.dialect === 'sqlite' ? 0 : BLOB_SWEEP_GRACE_MS, clock.now(), store.dialect === 'sqlite' ? 0 : uploadGraceMs);
-  const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : config.soffice;
+  const sofficePath = config.soffice === 'off' ? null : config.soffice === 'auto' ? findSoffice() : checkedSoffice(config.soffice);
   const libreOffice = sofficePath ? new LibreOfficeConverter(sofficePath) : null;
   const pdf = new PdfAnalyzer();
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
@@ -194,7 +243,15 @@ async function serve(config: Config, args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code ?? '');
+    // The address is the setting's fault: one line naming it, as for any bad setting.
+    if (/^(ENOTFOUND|EAI_AGAIN|EADDRNOTAVAIL|EAI_NONAME)$/.test(code)) throw new ConfigError('HOST', `cannot be listened on (${config.host}): ${(error as Error).message}`);
+    if (/^(EADDRINUSE|EACCES)$/.test(code)) throw new ConfigError('PORT', `cannot be listened on (${config.host}:${config.port}): ${(error as Error).message}`);
+    throw error;
+  }
 }
 
 const detectionLimits = (config: Config) => ({ timeoutMs: config.detectTimeoutMs, maxMemoryMb: config.detectMaxMemoryMb });
@@ -224,8 +281,7 @@ async function workers(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { concurrency: { type: 'string', default: '1' } }, strict: true });
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be a whole number from 1 to 64');
-  const store = openStore(config);
-  await migrate(store);
+  const store = await openMigratedStore(config);
   const { createLogger } = await import('./log.js');
   const log = createLogger(config.logLevel, { base: { pid: process.pid, role: 'worker' } });
   const { DEFAULT_QUEUE_OPTIONS, JobQueue } = await import('./jobs/queue.js');
@@ -273,7 +329,10 @@ function parseGrants(list: string): Permission[] {
 
 function parseExpiry(value: string | undefined, now: Date): string | null {
   if (value === undefined) return null;
-  const time = /^\d{4}-\d{2}-\d{2}(T.*)?$/.test(value) ? Date.parse(value) : NaN;
+  const day = /^(\d{4})-(\d{2})-(\d{2})(T.*)?$/.exec(value);
+  // Date.parse rolls a day that does not exist over (2099-02-30 → 2099-03-02): refused instead.
+  const real = day !== null && new Date(Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3]))).toISOString().startsWith(`${day[1]}-${day[2]}-${day[3]}`);
+  const time = real ? Date.parse(value) : NaN;
   if (Number.isNaN(time)) throw new UsageError(`--expires must be an ISO 8601 time such as 2027-01-31T00:00:00Z (got "${value}")`);
   if (time <= now.getTime()) throw new UsageError(`--expires must be in the future (got ${new Date(time).toISOString()})`);
   return new Date(time).toISOString();
@@ -350,18 +409,25 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const config = loadConfig();
+  // DATA_DIR holds the SQLite database, or (serve, worker) uploads being received and disk blobs.
+  if (!config.databaseUrl || command === 'serve' || command === 'worker') prepareDataDir(config.dataDir);
   switch (command) {
     case 'serve':
       return serve(config, rest);
     case 'worker':
       return workers(config, rest);
     case 'migrate': {
+      parseArgs({ args: rest, options: {}, strict: true });
       const store = openStore(config);
       try {
         const applied = await migrate(store);
         console.log(applied.length ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date.');
+      } catch (error) {
+        const code = String((error as { code?: unknown }).code ?? '');
+        if (config.databaseUrl && UNREACHABLE.test(code)) throw new ConfigError('DATABASE_URL', `cannot be used: ${(error as Error).message}`);
+        throw error;
       } finally {
-        await store.close();
+        await store.close().catch(() => {});
       }
       return;
     }

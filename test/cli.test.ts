@@ -61,6 +61,8 @@ describe('the formsign command', () => {
       [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:admin'], /unknown grant "forms:admin"/],
       [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:read', '--expires', '2001-01-01T00:00:00Z'], /--expires must be in the future/],
       [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:read', '--expires', 'tomorrow'], /--expires must be an ISO 8601 time/],
+      [['keys', 'create', '--workspace', 'acme', '--name', 'x', '--grants', 'forms:read', '--expires', '2099-02-30T00:00:00Z'], /--expires must be an ISO 8601 time/],
+      [['migrate', 'now'], /Unexpected argument 'now'/],
       [['keys', 'create', '--name', 'x', '--grants', 'forms:read'], /--workspace must be a slug/],
       [['keys', 'create', '--workspace', 'Acme Inc', '--name', 'x', '--grants', 'forms:read'], /--workspace must be a slug/],
       [['keys', 'create', '--workspace', 'acme', '--grants', 'forms:read'], /--name must be/],
@@ -85,6 +87,24 @@ describe('the formsign command', () => {
     assert.equal(res.code, 1);
     assert.equal(res.stderr.trim().split('\n').length, 1);
     assert.match(res.stderr, /^formsign: invalid configuration: PORT must be a whole number/);
+    // Settings that only the machine can judge are checked at start-up too, each by its name.
+    const dataFile = path.join(path.dirname(MAIN), 'main.js');
+    for (const [extra, message] of [
+      [{ DATA_DIR: dataFile }, /^formsign: invalid configuration: DATA_DIR must be a folder this process can create and write/],
+      [{ DATA_DIR: '/proc/formsign-nonexistent/data' }, /^formsign: invalid configuration: DATA_DIR must be a folder/],
+      [{ SOFFICE_PATH: '/nonexistent/soffice' }, /^formsign: invalid configuration: SOFFICE_PATH must be auto, off or the path/],
+      [{ HOST: 'formsign-nonexistent.invalid', PORT: '0' }, /^formsign: invalid configuration: HOST cannot be listened on/],
+    ] as Array<[NodeJS.ProcessEnv, RegExp]>) {
+      const bad = run(['serve'], extra);
+      assert.equal(bad.code, 1, JSON.stringify(extra));
+      assert.match(bad.stderr.trim().split('\n').at(-1)!, message, JSON.stringify(extra));
+      assert.doesNotMatch(bad.stderr, /\n.*\n/, 'one line');
+    }
+    if (env.DATABASE_URL) {
+      const unreachable = run(['migrate'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/formsign' });
+      assert.equal(unreachable.code, 1);
+      assert.match(unreachable.stderr, /^formsign: invalid configuration: DATABASE_URL cannot be used: connect ECONNREFUSED/);
+    }
   });
 
   it('keys list shows keys without secrets; keys revoke marks one revoked', () => {
@@ -114,7 +134,8 @@ describe('the formsign command', () => {
     const { key } = JSON.parse(lastLine(run(['keys', 'create', '--workspace', 'served', '--name', 's', '--grants', 'forms:read,forms:write', '--json']).stdout));
     const port = await freePort();
     const child = spawn(process.execPath, [MAIN, 'serve'], {
-      env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+      // A headers timeout over Node's default request timeout (300 s) starts: it is within REQUEST_TIMEOUT_MS.
+      env: { ...env, PORT: String(port), HOST: '127.0.0.1', HEADERS_TIMEOUT_MS: '400000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -128,13 +149,13 @@ describe('the formsign command', () => {
 
       // A request whose body is still arriving when SIGTERM comes must still be answered.
       const body = JSON.stringify({ title: 'in flight' });
-      const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const response = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
         const req = http.request(
           { host: '127.0.0.1', port, method: 'POST', path: '/api/v1/forms', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
           (res) => {
             let text = '';
             res.on('data', (d) => (text += d));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, connection: res.headers.connection }));
           },
         );
         req.on('error', reject);
@@ -146,6 +167,8 @@ describe('the formsign command', () => {
       });
       const answered = await response;
       assert.equal(answered.status, 201, answered.body);
+      // Answered while shutting down: the client is told not to send more on this connection.
+      assert.equal(answered.connection, 'close');
       assert.equal(await exited, 0, stderr);
       await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'no longer listening');
     } finally {
