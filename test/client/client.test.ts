@@ -156,6 +156,46 @@ describe('TypeScript client against a running server', () => {
   });
 });
 
+describe('TypeScript client: aborted requests', () => {
+  let ctx: TestContext;
+
+  before(async () => {
+    ctx = await createTestContext();
+  });
+  after(() => ctx.close());
+
+  it('a request the caller aborted, or whose timeout ran out, throws at once: it is not retried as a network error', async () => {
+    const base = await listen(ctx);
+    let attempts = 0;
+    const waits: number[] = [];
+    const client = createFormsignClient({
+      baseUrl: base,
+      apiKey: await ctx.key(ALL, 'aborting'),
+      sleep: async (ms) => void waits.push(ms),
+      fetch: (request) => {
+        attempts++;
+        return fetch(request);
+      },
+    });
+    const controller = new AbortController();
+    controller.abort();
+    await assert.rejects(client.GET('/api/v1/forms', { signal: controller.signal }), { name: 'AbortError' });
+    assert.equal(attempts, 1);
+    attempts = 0;
+    await assert.rejects(client.POST('/api/v1/forms', { body: { title: 'never' }, signal: AbortSignal.timeout(0) }), (error: Error) => ['AbortError', 'TimeoutError'].includes(error.name));
+    assert.ok(attempts <= 1, `${attempts} attempts`);
+    assert.deepEqual(waits, []);
+    // A 304 has neither data nor an error envelope: the README says to test the status first.
+    const created = await client.POST('/api/v1/forms', { body: { title: 'Tagged' } });
+    const id = created.data!.data.id;
+    const first = await client.GET('/api/v1/forms/{id}', { params: { path: { id } } });
+    const again = await client.GET('/api/v1/forms/{id}', { params: { path: { id }, header: { 'If-None-Match': first.response.headers.get('etag')! } } });
+    assert.equal(again.response.status, 304);
+    assert.equal(again.data, undefined);
+    assert.equal(again.error, '');
+  });
+});
+
 describe('TypeScript client: 429 retried after Retry-After', () => {
   let ctx: TestContext;
   let clock = Date.parse('2026-03-01T10:00:10.000Z');

@@ -32,4 +32,9 @@ describe('TypeScript client: generated code', () => {
     const tsc = spawnSync(process.execPath, [path.join(CLIENT, 'node_modules/typescript/bin/tsc'), '-p', path.join(CLIENT, 'tsconfig.json')], { encoding: 'utf8' });
     assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
   });
+
+  it('calls as an integrator writes them type-check, with exactOptionalPropertyTypes (typecheck/usage.ts)', () => {
+    const tsc = spawnSync(process.execPath, [path.join(CLIENT, 'node_modules/typescript/bin/tsc'), '-p', path.join(CLIENT, 'tsconfig.usage.json')], { encoding: 'utf8' });
+    assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+  });
 });

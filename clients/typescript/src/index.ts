@@ -41,7 +41,7 @@ export interface FormsignClient extends Client<paths> {
   uploadDocument(
     file: Blob | Uint8Array,
     options?: { filename?: string; title?: string; idempotencyKey?: string },
-  ): Promise<{ data?: Document; error?: ErrorBody; response: Response }>;
+  ): Promise<{ data: Document | undefined; error: ErrorBody | undefined; response: Response }>;
   /** Polls a parse job until it is `completed` or `failed` (or `timeoutMs` passes: then it throws). */
   waitForParseJob(documentId: string, jobId: string, options?: { timeoutMs?: number }): Promise<ParseJob>;
 }
@@ -71,6 +71,11 @@ function retryDelay(response: Response | null, attempt: number, maxMs: number): 
   return Math.min(250 * 2 ** (attempt - 1) * (0.5 + Math.random()), maxMs);
 }
 
+function isAbort(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === 'AbortError' || name === 'TimeoutError';
+}
+
 async function inProgress(response: Response): Promise<boolean> {
   if (response.status !== 409) return false;
   try {
@@ -94,7 +99,8 @@ export function createFormsignClient(options: FormsignOptions): FormsignClient {
       try {
         response = await baseFetch(attempt < retries ? request.clone() : request);
       } catch (error) {
-        if (!repeatable || attempt >= retries) throw error;
+        // A request the caller aborted (or whose AbortSignal.timeout ran out) is not a network error.
+        if (!repeatable || attempt >= retries || request.signal.aborted || isAbort(error)) throw error;
       }
       if (response && !(attempt < retries && (RETRY_STATUSES.has(response.status) || (await inProgress(response))))) return response;
       if (response) await response.body?.cancel();
@@ -116,7 +122,10 @@ export function createFormsignClient(options: FormsignOptions): FormsignClient {
   };
   client.use(idempotency);
 
-  async function uploadDocument(file: Blob | Uint8Array, upload: { filename?: string; title?: string; idempotencyKey?: string } = {}) {
+  async function uploadDocument(
+    file: Blob | Uint8Array,
+    upload: { filename?: string; title?: string; idempotencyKey?: string } = {},
+  ): Promise<{ data: Document | undefined; error: ErrorBody | undefined; response: Response }> {
     const blob = file instanceof Blob ? file : new Blob([file as Uint8Array<ArrayBuffer>]);
     const form = new FormData();
     form.append('file', blob, upload.filename ?? 'document.pdf');

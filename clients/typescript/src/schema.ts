@@ -827,7 +827,7 @@ export interface components {
         McqOptions: {
             choices: string[];
             /** @default false */
-            allow_other: boolean;
+            allow_other?: boolean;
             correct_answers?: string[];
             /** @description Points by choice label */
             choice_scores?: {
@@ -857,7 +857,7 @@ export interface components {
         DropdownOptions: {
             choices: string[];
             /** @default false */
-            allow_other: boolean;
+            allow_other?: boolean;
             correct_answers?: string[];
             /** @description Points by choice label */
             choice_scores?: {
@@ -897,7 +897,7 @@ export interface components {
                 image_url?: string;
             }[];
             /** @default false */
-            allow_multiple: boolean;
+            allow_multiple?: boolean;
             correct_answers?: string[];
             /** @description Points by choice label */
             choice_scores?: {
@@ -920,7 +920,7 @@ export interface components {
             rows: string[];
             columns: string[];
             /** @default false */
-            allow_multiple: boolean;
+            allow_multiple?: boolean;
         };
         /**
          * RatingOptions
@@ -931,16 +931,16 @@ export interface components {
              * @default 1
              * @enum {unknown}
              */
-            min: 0 | 1;
+            min?: 0 | 1;
             /** @default 5 */
-            max: number;
+            max?: number;
             min_label?: string;
             max_label?: string;
             /**
              * @default star
              * @enum {unknown}
              */
-            icon: "star" | "heart" | "number";
+            icon?: "star" | "heart" | "number";
             correct_answer_value?: number;
             correct_answer_points?: number;
         };
@@ -953,9 +953,9 @@ export interface components {
              * @default 1
              * @enum {unknown}
              */
-            min: 0 | 1;
+            min?: 0 | 1;
             /** @default 10 */
-            max: number;
+            max?: number;
             min_label?: string;
             max_label?: string;
             correct_answer_value?: number;
@@ -967,13 +967,13 @@ export interface components {
          */
         SliderOptions: {
             /** @default 0 */
-            min_value: number;
+            min_value?: number;
             /** @default 100 */
-            max_value: number;
+            max_value?: number;
             /** @default 1 */
-            step: number;
+            step?: number;
             /** @default true */
-            show_value: boolean;
+            show_value?: boolean;
             correct_answer_value?: number;
             correct_answer_points?: number;
         };
@@ -999,9 +999,9 @@ export interface components {
              * @description ISO 4217 currency code
              * @default USD
              */
-            currency_code: string;
+            currency_code?: string;
             /** @default 2 */
-            decimal_places: number;
+            decimal_places?: number;
             correct_answer_value?: number;
             correct_answer_points?: number;
         };
@@ -1013,7 +1013,7 @@ export interface components {
             /** @description Arithmetic with + - * / and parentheses over {{<question id>}} or {{<question text>}} of number-like questions of the form */
             formula: string;
             /** @default 2 */
-            decimal_places: number;
+            decimal_places?: number;
         };
         /**
          * DateOptions
@@ -1034,7 +1034,7 @@ export interface components {
              * @default 24h
              * @enum {unknown}
              */
-            time_format: "12h" | "24h";
+            time_format?: "12h" | "24h";
         };
         /**
          * DateRangeOptions
@@ -1060,7 +1060,7 @@ export interface components {
              *       "country"
              *     ]
              */
-            address_fields: ("street" | "street2" | "city" | "state" | "zip" | "country")[];
+            address_fields?: ("street" | "street2" | "city" | "state" | "zip" | "country")[];
         };
         /**
          * FileUploadOptions
@@ -1069,9 +1069,9 @@ export interface components {
         FileUploadOptions: {
             allowed_types?: string[];
             /** @default 10 */
-            max_size_mb: number;
+            max_size_mb?: number;
             /** @default 1 */
-            max_files: number;
+            max_files?: number;
         };
         /**
          * DigitalSignatureOptions
@@ -1082,7 +1082,7 @@ export interface components {
              * @default both
              * @enum {unknown}
              */
-            signature_mode: "draw" | "type" | "upload" | "both" | "any";
+            signature_mode?: "draw" | "type" | "upload" | "both" | "any";
         };
         /**
          * InitialsOptions
@@ -1093,7 +1093,7 @@ export interface components {
              * @default both
              * @enum {unknown}
              */
-            signature_mode: "draw" | "type" | "upload" | "both" | "any";
+            signature_mode?: "draw" | "type" | "upload" | "both" | "any";
         };
         /**
          * PaymentOptions
@@ -1105,7 +1105,7 @@ export interface components {
              * @description ISO 4217 currency code
              * @default USD
              */
-            currency_code: string;
+            currency_code?: string;
             payment_description?: string;
             /** @description Must be a Stripe publishable key (pk_live_… or pk_test_…). */
             stripe_publishable_key?: string;
