@@ -184,8 +184,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Fastify accepts text/plain by default; here every body is JSON (or multipart, where declared).
   app.removeContentTypeParser('text/plain');
   // JSON as Fastify parses it (prototype poisoning refused), except that a route whose body is
-  // optional (publishing) or that takes none (`DELETE`, `GET`) takes an empty body with a JSON
-  // content type as no body at all: clients that send that header on every request must work.
+  // optional (publishing) or that takes none (`DELETE`, a webhook test …) takes an empty body with
+  // a JSON content type as no body at all: clients that send that header on every request must
+  // work. (Fastify reads no body of a GET or HEAD.)
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   // JSON text is UTF-8 (RFC 8259 §8.1): bytes that are not are refused, not turned into U+FFFD.
@@ -210,10 +211,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Key casing runs only on routes that take a JSON body, before their schema is checked.
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) {
+      // The upload reads its own multipart body (and refuses any other before parsing).
+      if ((route.schema?.consumes as string[] | undefined)?.includes('multipart/form-data')) return;
       // A route that takes no body refuses one that carries keys (or any JSON value but `{}` or
       // null), rather than ignore it: `DELETE` with `{"permanent": true}` is a typo of the query.
+      // What it lets through is no body at all, so that `{}`, null and nothing are one request
+      // (for an Idempotency-Key's fingerprint too).
       const existing = route.preValidation;
-      const refuse: preValidationHookHandler = (request, _reply, done) => done(bodyNotTaken(request.body, request.isMultipart()) ?? undefined);
+      const refuse: preValidationHookHandler = (request, reply, done) => {
+        if (request.isMultipart()) {
+          reply.header('connection', 'close');
+          return done(new AppError('unsupported_media_type', 'This operation takes no body; options go in the query string.'));
+        }
+        const refused = bodyNotTaken(request.body);
+        if (refused) return done(refused);
+        request.body = undefined;
+        done();
+      };
       route.preValidation = existing ? [refuse, ...(Array.isArray(existing) ? existing : [existing])] : refuse;
       return;
     }
@@ -338,9 +352,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
-/** The 400 for a body sent to an operation that takes none, or null when there is nothing to refuse (multipart is the upload's own). */
-function bodyNotTaken(body: unknown, multipart: boolean): AppError | null {
-  if (multipart || body === undefined || body === null || Buffer.isBuffer(body)) return null;
+/** The 400 for a JSON body sent to an operation that takes none, or null when there is nothing to refuse. */
+function bodyNotTaken(body: unknown): AppError | null {
+  if (body === undefined || body === null || Buffer.isBuffer(body)) return null;
   if (typeof body === 'object' && !Array.isArray(body)) {
     const keys = Object.keys(body);
     if (keys.length === 0) return null;

@@ -1,4 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=4
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -63,15 +64,32 @@ export function openStore(config: Config): Store {
 /** Errors of a first contact with the database that are the setting's (unreachable, refused, unknown database or user). */
 const UNREACHABLE = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ECONNRESET|08\w{3}|28\w{3}|3D000)$/;
 
-/** The store, migrated; a database that cannot be reached stops start-up with one line naming DATABASE_URL. */
+/** Migrates `store`; a database that cannot be reached stops start-up with one line naming DATABASE_URL. */
+async function migrateNamingDatabase(config: Config, store: Store): Promise<string[]> {
+  try {
+    return await migrate(store);
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code ?? '');
+    if (config.databaseUrl && UNREACHABLE.test(code)) throw new ConfigError('DATABASE_URL', `cannot be used: ${describeError(error)}`);
+    throw error;
+  }
+}
+
+/** An error's message; for Node's AggregateError of every address tried (`localhost`: ::1 and 127.0.0.1), which has none, theirs. */
+function describeError(error: unknown): string {
+  const { message, errors, code } = error as { message?: string; errors?: Array<{ message?: string }>; code?: string };
+  if (message) return message;
+  const inner = (errors ?? []).map((e) => e.message).filter(Boolean);
+  return inner.length ? inner.join('; ') : String(code ?? error);
+}
+
+/** The store, migrated (see migrateNamingDatabase). */
 async function openMigratedStore(config: Config): Promise<Store> {
   const store = openStore(config);
   try {
-    await migrate(store);
+    await migrateNamingDatabase(config, store);
   } catch (error) {
     await store.close().catch(() => {});
-    const code = String((error as { code?: unknown }).code ?? '');
-    if (config.databaseUrl && UNREACHABLE.test(code)) throw new ConfigError('DATABASE_URL', `cannot be used: ${(error as Error).message}`);
     throw error;
   }
   return store;
@@ -91,7 +109,14 @@ function prepareDataDir(dir: string): void {
       if (parent === at) break;
       at = parent;
     }
-    for (const folder of missing) fs.mkdirSync(folder);
+    for (const folder of missing) {
+      try {
+        fs.mkdirSync(folder);
+      } catch (error) {
+        // Made by another process starting beside this one (a server and a worker): fine.
+        if ((error as { code?: string }).code !== 'EEXIST') throw error;
+      }
+    }
     if (!fs.statSync(path.resolve(dir)).isDirectory()) throw new Error('it is not a folder');
     fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
   } catch (error) {
@@ -99,13 +124,18 @@ function prepareDataDir(dir: string): void {
   }
 }
 
-/** SOFFICE_PATH given as a path: an executable file, or one line naming the setting. */
-function checkedSoffice(file: string): string {
+/** SOFFICE_PATH given as a path (or a program name on the PATH): an executable file, or one line naming the setting. */
+function checkedSoffice(given: string): string {
+  let file = given;
+  if (!given.includes('/')) {
+    const found = spawnSync('sh', ['-c', 'command -v "$1"', 'sh', given], { encoding: 'utf8' });
+    file = found.status === 0 && found.stdout.trim() ? found.stdout.trim().split('\n')[0]! : given;
+  }
   try {
     if (!fs.statSync(file).isFile()) throw new Error('it is not a file');
     fs.accessSync(file, fs.constants.X_OK);
   } catch (error) {
-    throw new ConfigError('SOFFICE_PATH', `must be auto, off or the path of LibreOffice's soffice program (${file}): ${(error as Error).message}`);
+    throw new ConfigError('SOFFICE_PATH', `must be auto, off or the path of LibreOffice's soffice program (${given}): ${(error as Error).message}`);
   }
   return file;
 }
@@ -410,7 +440,8 @@ async function main(argv: string[]): Promise<void> {
   }
   const config = loadConfig();
   // DATA_DIR holds the SQLite database, or (serve, worker) uploads being received and disk blobs.
-  if (!config.databaseUrl || command === 'serve' || command === 'worker') prepareDataDir(config.dataDir);
+  const known = ['serve', 'worker', 'migrate', 'keys'].includes(command);
+  if (known && (!config.databaseUrl || command === 'serve' || command === 'worker')) prepareDataDir(config.dataDir);
   switch (command) {
     case 'serve':
       return serve(config, rest);
@@ -420,12 +451,8 @@ async function main(argv: string[]): Promise<void> {
       parseArgs({ args: rest, options: {}, strict: true });
       const store = openStore(config);
       try {
-        const applied = await migrate(store);
+        const applied = await migrateNamingDatabase(config, store);
         console.log(applied.length ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date.');
-      } catch (error) {
-        const code = String((error as { code?: unknown }).code ?? '');
-        if (config.databaseUrl && UNREACHABLE.test(code)) throw new ConfigError('DATABASE_URL', `cannot be used: ${(error as Error).message}`);
-        throw error;
       } finally {
         await store.close().catch(() => {});
       }

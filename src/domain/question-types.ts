@@ -283,6 +283,7 @@ export const QUESTION_TYPE_SPECS: Record<QuestionType, QuestionTypeSpec> = {
         const cells = o.allow_multiple === true ? (cell as unknown[]) : [cell];
         if (cells.length > columns.length) return `has more values for "${row}" than there are columns`;
         if (cells.some((c) => typeof c !== 'string' || !columns.includes(c))) return `has a value for "${row}" that is not one of the columns`;
+        if (new Set(cells).size !== cells.length) return `names a column twice for "${row}"`;
       }
       return null;
     },

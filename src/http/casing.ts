@@ -19,6 +19,15 @@ export function snakeToCamel(key: string): string {
  */
 const OUT_OF_RANGE = 'holds a number out of range (beyond ±1.8e308); send a smaller number';
 
+/** Half of a surrogate pair alone (`"\ud800"`, valid JSON): no character, stored as U+FFFD. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The rules every string of a body keeps: no NUL (PostgreSQL cannot store it; no client means to send it), no lone surrogate. */
+function checkString(value: string, path: string): void {
+  if (value.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+  if (LONE_SURROGATE.test(value)) throw invalid(path, 'holds half of a UTF-16 surrogate pair (\\ud800-\\udfff alone), which is no character');
+}
+
 /** Deeper JSON than any request of this API needs; refusing it keeps recursion bounded. */
 export const MAX_DEPTH = 32;
 
@@ -28,8 +37,7 @@ export function camelizeBody(body: unknown, opaque: ReadonlySet<string>, renames
 
 function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames: Renames, depth: number): unknown {
   if (depth > MAX_DEPTH) throw invalid(path, `is nested more than ${MAX_DEPTH} levels deep`);
-  // PostgreSQL text cannot hold U+0000; no client means to send it.
-  if (typeof value === 'string' && value.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+  if (typeof value === 'string') checkString(value, path);
   if (typeof value === 'number' && !Number.isFinite(value)) throw invalid(path, OUT_OF_RANGE);
   if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}[${i}]`, opaque, renames, depth + 1));
   if (value === null || typeof value !== 'object') return value;
@@ -68,7 +76,7 @@ function checkDepth(value: unknown, path: string, depth: number): void {
     const item = items.pop();
     const level = levels.pop()!;
     if (typeof item === 'string') {
-      if (item.includes('\u0000')) throw invalid(path, 'must not contain the NUL character (U+0000)');
+      checkString(item, path);
       continue;
     }
     if (typeof item === 'number' && !Number.isFinite(item)) throw invalid(path, OUT_OF_RANGE);

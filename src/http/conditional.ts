@@ -203,10 +203,11 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
     if (current === undefined) return;
     const wanted = parseTags(header, 'strong');
     if (!wanted.includes('*') && !wanted.includes(current)) {
-      throw new AppError(
-        'precondition_failed',
-        'The resource has changed since the ETag sent in If-Match was read; nothing was changed. GET it again, redo the change on it and send that ETag.',
-      );
+      // Only weak tags sent (a proxy that compresses may have weakened the ETag): say so.
+      const hint = wanted.length === 0 && parseTags(header).length > 0
+        ? 'If-Match compares tags strongly: a weak tag (W/"…") never matches, and nothing was changed. Send the ETag exactly as the service gave it.'
+        : 'The resource has changed since the ETag sent in If-Match was read; nothing was changed. GET it again, redo the change on it and send that ETag.';
+      throw new AppError('precondition_failed', hint);
     }
   }
 

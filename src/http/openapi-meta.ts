@@ -279,15 +279,18 @@ interface Operation extends Json {
 export function errorCodes(method: string, path: string, operation: Operation, meta: OperationMeta | undefined): ErrorCode[] {
   if (!path.startsWith('/api/v1/')) return [...PUBLIC];
   // The API's own document: no key, but counted per client address like any unauthenticated request.
-  if (path === OPENAPI_PATH) return [...PUBLIC, 'rate_limited', 'payload_too_large', 'unsupported_media_type'];
+  if (path === OPENAPI_PATH) return [...PUBLIC, 'rate_limited'];
   const codes = new Set<ErrorCode>(ALWAYS);
   const params = operation.parameters ?? [];
   if (params.some((p) => p.in === 'query' && p.name === 'page')) codes.add('invalid_pagination');
   if (path.includes('{')) codes.add('not_found');
-  // Any request may carry a body: over 1 MiB, or of a type other than JSON, it is refused before
-  // the route (one that takes no body refuses a JSON one with keys: validation_failed).
-  codes.add('payload_too_large');
-  codes.add('unsupported_media_type');
+  // Any request but a GET may carry a body (Fastify reads none of a GET): over 1 MiB, or of a type
+  // other than JSON, it is refused before the route (one that takes no body refuses a JSON one
+  // with keys: validation_failed).
+  if (method !== 'get' && method !== 'head') {
+    codes.add('payload_too_large');
+    codes.add('unsupported_media_type');
+  }
   if (method === 'post') {
     codes.add('idempotency_key_in_progress');
     codes.add('idempotency_key_reused');
@@ -302,13 +305,14 @@ const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Error statuses a POST's handler answers, which its Idempotency-Key keeps and replays. */
 const REPLAYED_ERRORS = new Set([400, 404, 409, 422]);
 
-function errorResponse(status: number, codes: ErrorCode[], method: string): Json {
+function errorResponse(status: number, codes: ErrorCode[], method: string, upload: boolean): Json {
   const headers: Json = { ...RATE_HEADERS };
   if (status === 429 || status === 503 || status === 409) headers['Retry-After'] = ref('headers', 'RetryAfter');
   if (status === 401) headers['WWW-Authenticate'] = ref('headers', 'WwwAuthenticate');
   // A POST's answers from its handler are kept and replayed under its Idempotency-Key, errors
   // below 500 included (those answered before it, by the key check, rate limit or schema, are not).
-  if (method === 'post' && REPLAYED_ERRORS.has(status)) headers['Idempotent-Replayed'] = ref('headers', 'IdempotentReplayed');
+  // (An upload's refusals are not kept: the same key may send the file again.)
+  if (method === 'post' && !upload && REPLAYED_ERRORS.has(status)) headers['Idempotent-Replayed'] = ref('headers', 'IdempotentReplayed');
   return {
     description: `${reasonPhrase(status)}: ${STATUS_MEANING[status] ?? 'Error'}. Codes: ${codes.map((c) => `\`${c}\``).join(', ')}.`,
     headers,
@@ -410,7 +414,7 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
         const status = ERROR_STATUS[code];
         byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
       }
-      for (const status of [...byStatus.keys()].sort()) responses[String(status)] = errorResponse(status, byStatus.get(status)!, path.startsWith('/api/v1/') ? method : '');
+      for (const status of [...byStatus.keys()].sort()) responses[String(status)] = errorResponse(status, byStatus.get(status)!, path.startsWith('/api/v1/') ? method : '', Boolean((operation.requestBody?.content as Json | undefined)?.['multipart/form-data']));
       operation.responses = responses;
     }
   }

@@ -59,6 +59,7 @@ describe('conditional requests', () => {
     // If-Match compares strongly: the weak form of the current tag matches nothing.
     const weak = await put('Weak', `W/${aliceTag}`);
     assert.equal(weak.statusCode, 412);
+    assert.match(weak.json().hint, /a weak tag \(W\/"…"\) never matches/);
     assert.equal((await get(`${FORMS}/${form.id}`)).json().data.title, 'Alice');
     assert.equal((await put('Carol', `W/${aliceTag}, ${aliceTag}`)).statusCode, 200);
     const carolTag = (await get(`${FORMS}/${form.id}`)).headers.etag as string;

@@ -155,6 +155,11 @@ describe('forms CRUD', () => {
     const bom = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"title":"Café"}')]) });
     assert.equal(bom.statusCode, 201, bom.body);
     assert.equal(bom.json().data.title, 'Café');
+    // Half of a surrogate pair is valid JSON but no character: refused, not stored as U+FFFD.
+    const lone = await post('{"title":"a\\ud800b"}', 'application/json');
+    assert.equal(lone.statusCode, 400, lone.body);
+    assert.match(lone.json().hint, /^title: holds half of a UTF-16 surrogate pair/);
+    assert.equal((await post('{"title":"\\ud83d\\ude00"}', 'application/json')).statusCode, 201, 'a whole pair is a character');
     // A number JSON allows but a double cannot hold is refused, not kept as null.
     const before = (await ctx.app.inject({ method: 'GET', url: `${FORMS}?limit=1`, headers })).json().meta.total;
     for (const body of ['{"title":"x","settings":{"a":1e400}}', '{"title":"x","settings":{"a":[-1e999]}}', '{"title":"x","description":"d","settings":{},"extra":1e400}']) {
@@ -204,8 +209,12 @@ describe('forms CRUD', () => {
       assert.equal(res.statusCode, 200, `${JSON.stringify(payload)}: ${res.body}`);
       assert.deepEqual(res.json().data, { id: other.id, deleted: true });
     }
-    const read = await ctx.app.inject({ method: 'GET', url: `${FORMS}/${form.id}`, headers: { ...headers, 'content-type': 'application/json' }, payload: '' });
-    assert.equal(read.statusCode, 200, read.body);
+    // A multipart body there is refused too, not left unread.
+    const parts = multipart([{ name: 'permanent', data: 'true' }]);
+    const asParts = await ctx.app.inject({ method: 'DELETE', url: `${FORMS}/${form.id}`, headers: { ...headers, ...parts.headers }, payload: parts.payload });
+    assert.equal(asParts.statusCode, 415, asParts.body);
+    assert.equal(asParts.headers.connection, 'close');
+    assert.equal((await ctx.app.inject({ method: 'GET', url: `${FORMS}/${form.id}`, headers })).statusCode, 200, 'still there');
     // A route whose body is required still refuses an empty one.
     const emptyCreate = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: '' });
     assert.equal(emptyCreate.statusCode, 400);

@@ -63,6 +63,7 @@ describe('question types: answers, calculations, settings, OpenAPI, stored optio
       refused(await evaluate({ [rank.id]: partial }), new RegExp(`answers\\.${rank.id}: must be an array of all 3 choices, each once, in ranked order`));
     }
     refused(await evaluate({ [grid.id]: { r1: 'c1' } }), /has a value for "r1" that is not an array of columns/);
+    refused(await evaluate({ [grid.id]: { r1: ['c1', 'c1'] } }), /names a column twice for "r1"/);
     refused(await evaluate({ [single.id]: { r1: ['c1'] } }), /has a value for "r1" that is not one of the columns/);
   });
 

@@ -185,6 +185,16 @@ describe('TypeScript client: aborted requests', () => {
     await assert.rejects(client.POST('/api/v1/forms', { body: { title: 'never' }, signal: AbortSignal.timeout(0) }), (error: Error) => ['AbortError', 'TimeoutError'].includes(error.name));
     assert.ok(attempts <= 1, `${attempts} attempts`);
     assert.deepEqual(waits, []);
+    // Aborted while waiting to retry (a 429 asking for a minute): thrown then, not after the wait.
+    const patient = createFormsignClient({
+      baseUrl: base,
+      apiKey: 'fsk_unused',
+      sleep: () => new Promise<void>(() => {}),
+      fetch: async () => new Response(JSON.stringify({ success: false, error: 'Too Many Requests', hint: 'later', code: 'rate_limited' }), { status: 429, headers: { 'retry-after': '60', 'content-type': 'application/json' } }),
+    });
+    const started = Date.now();
+    await assert.rejects(patient.GET('/api/v1/forms', { signal: AbortSignal.timeout(100) }), { name: 'TimeoutError' });
+    assert.ok(Date.now() - started < 5000);
     // A 304 has neither data nor an error envelope: the README says to test the status first.
     const created = await client.POST('/api/v1/forms', { body: { title: 'Tagged' } });
     const id = created.data!.data.id;

@@ -71,6 +71,25 @@ function retryDelay(response: Response | null, attempt: number, maxMs: number): 
   return Math.min(250 * 2 ** (attempt - 1) * (0.5 + Math.random()), maxMs);
 }
 
+/** `wait`, unless `signal` aborts first: then its reason is thrown at once. */
+function abortable(wait: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    wait.then(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 function isAbort(error: unknown): boolean {
   const name = (error as { name?: unknown } | null)?.name;
   return name === 'AbortError' || name === 'TimeoutError';
@@ -104,7 +123,7 @@ export function createFormsignClient(options: FormsignOptions): FormsignClient {
       }
       if (response && !(attempt < retries && (RETRY_STATUSES.has(response.status) || (await inProgress(response))))) return response;
       if (response) await response.body?.cancel();
-      await sleep(retryDelay(response, attempt + 1, maxDelay));
+      await abortable(sleep(retryDelay(response, attempt + 1, maxDelay)), request.signal);
     }
   }
 

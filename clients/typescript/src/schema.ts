@@ -2888,38 +2888,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -3338,38 +3306,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -3947,38 +3883,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -4999,38 +4903,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -5501,38 +5373,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -6050,38 +5890,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -8531,38 +8339,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -8728,7 +8504,6 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8795,7 +8570,6 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Retry-After": components["headers"]["RetryAfter"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8844,7 +8618,6 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9132,38 +8905,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -9933,38 +9674,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Range Not Satisfiable: The Range starts past the end of the file (`Content-Range: bytes *\/size` gives its size). Codes: `range_not_satisfiable`. */
             416: {
                 headers: {
@@ -10208,38 +9917,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -11978,38 +11655,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -12326,38 +11971,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -12901,38 +12514,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -13236,38 +12817,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -13900,38 +13449,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                    };
-                };
-            };
             /** @description Too Many Requests: Over the rate limit; retry after `Retry-After` seconds. Codes: `rate_limited`. */
             429: {
                 headers: {
@@ -14389,38 +13906,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -14910,38 +14395,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
@@ -16241,38 +15694,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         /** @enum {string} */
                         code?: "request_timeout";
-                    };
-                };
-            };
-            /** @description Payload Too Large: Too large. Codes: `payload_too_large`. */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported Media Type: Unsupported content type or file type. Codes: `unsupported_media_type`. */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
                     };
                 };
             };
