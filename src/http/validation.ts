@@ -43,9 +43,10 @@ function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
 }
 
-/** One readable sentence for the first schema violation, naming where it is. */
+/** Comparisons as the contract writes them (`fields[3].x: must be ≤ 1`). */
 const COMPARISON: Record<string, string> = { '<=': '≤', '>=': '≥' };
 
+/** One readable sentence for the first schema violation, naming where it is. */
 export function describeAjvError(error: ErrorObject, context: string, renames?: Renames): string {
   const path = jsonPointerToPath(error.instancePath);
   const where = (p: string) => (p ? `${p}: ` : context === 'body' ? 'body: ' : `${context}: `);
@@ -78,7 +79,6 @@ export function describeAjvError(error: ErrorObject, context: string, renames?: 
     case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
-      // Written as the contract writes them (`fields[3].x: must be ≤ 1`).
       return `${where(path)}must be ${COMPARISON[String(params.comparison)] ?? String(params.comparison)} ${String(params.limit)}`;
     case 'minItems':
       return `${where(path)}must have at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`;
