@@ -123,10 +123,17 @@ const fold = (text: string): string => text.toLowerCase();
 /** Whether a condition holds for an (effective) answer. */
 export function conditionHolds(kind: AnswerKind, operator: Operator, expected: unknown, answer: unknown): boolean {
   const folded = typeof answer === 'string' && isTextSearch(operator) ? fold(answer) : undefined;
-  return conditionHoldsPrepared(kind, operator, typeof expected === 'string' && isTextSearch(operator) && kind !== 'choices' ? fold(expected) : expected, answer, isEmpty(answer), folded);
+  return conditionHoldsPrepared(kind, operator, searchedFor(kind, operator, expected), answer, isEmpty(answer), folded);
 }
 
 const isTextSearch = (operator: Operator): boolean => operator === 'contains' || operator === 'not_contains';
+
+/**
+ * What `contains` looks for, as the condition compares it: text folded once; on a list of choices
+ * the choice as written (membership, API.md), not folded. Any other value as it is.
+ */
+const searchedFor = (kind: AnswerKind, operator: Operator, value: unknown): unknown =>
+  typeof value === 'string' && isTextSearch(operator) && kind !== 'choices' ? fold(value) : value;
 
 /**
  * `conditionHolds` with the answer's emptiness and folded text given (computed once per answer
@@ -404,15 +411,10 @@ export function compileLogic(form: LogicForm): CompiledLogic {
         conditionSource[c] = source;
         conditionKind.push(kinds[source]!);
         conditionOperator.push(condition.operator);
-        // Lists become sets once, so a condition costs the same however long its list is; text
-        // that `contains` looks for is folded once. On a list of choices `contains` is membership
-        // of the choice as written (API.md), so its value is not folded.
+        // Lists become sets once, so a condition costs the same however long its list is; what
+        // `contains` looks for is prepared once (searchedFor).
         const value = condition.value;
-        conditionValue.push(
-          condition.operator === 'is_any_of' && Array.isArray(value) ? new Set(value)
-            : isTextSearch(condition.operator) && typeof value === 'string' && kinds[source] !== 'choices' ? fold(value)
-              : value,
-        );
+        conditionValue.push(condition.operator === 'is_any_of' && Array.isArray(value) ? new Set(value) : searchedFor(kinds[source]!, condition.operator, value));
         c++;
       }
       r++;
