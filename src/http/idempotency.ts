@@ -22,8 +22,8 @@ import { cleanFilename } from './routes/documents.js';
  * does a refused upload (nothing was kept of it). Requests refused before the handler (bad key,
  * missing grant, rate limit, a body that fails its schema) never claim the key.
  *
- * The fingerprint of a JSON request is the sha256 of its query and its parsed body (so a retry
- * may spell the keys in snake_case or space them differently). An upload's is its file's sha256
+ * The fingerprint of a JSON request is the sha256 of its query and its parsed body with its keys in
+ * order (so a retry may spell the keys in snake_case, order or space them differently). An upload's is its file's sha256
  * and its title, read from the first answer; a retry of a finished upload has its own read (the
  * handler does not run) and compared.
  */
@@ -82,12 +82,14 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       sweepKeys(store.db, nowMs).catch((error: unknown) => request.log.warn({ err: error }, 'idempotency sweep failed'));
     }
     const fingerprint = upload ? null : jsonFingerprint(query, request.body);
+    const legacy = upload ? null : legacyFingerprint(query, request.body);
     const claim = await claimKey(store.db, {
       workspaceId,
       key,
       method: request.method,
       path,
       fingerprint,
+      legacyFingerprint: legacy,
       nowMs,
       leaseMs: options.requestTimeoutMs + 60_000,
     });
@@ -102,6 +104,10 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       if (upload) reply.header('connection', 'close');
       throw reused(`${row.method} ${row.path}`);
     }
+    // Another body is refused whatever the first request's state (running, or left by a server that died).
+    if (!upload && row.fingerprint !== null && row.fingerprint !== fingerprint && row.fingerprint !== legacy) {
+      throw reused(`${row.method} ${row.path} with another body`);
+    }
     if (row.state !== 'done') {
       throw new AppError('idempotency_key_in_progress', 'A request with this Idempotency-Key is still running; retry once it has answered (in a moment) to get its answer.', { 'retry-after': '1' });
     }
@@ -113,7 +119,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       reply.header('connection', 'close');
       throw error;
     }
-    if (retryFingerprint !== row.fingerprint) throw reused(`${row.method} ${row.path} with another ${upload ? 'file or title' : 'body'}`);
+    if (retryFingerprint !== row.fingerprint && (upload || row.fingerprint !== legacy)) throw reused(`${row.method} ${row.path} with another ${upload ? 'file or title' : 'body'}`);
     replayed.add(request);
     const headers = JSON.parse(row.response_headers ?? '{}') as Record<string, string>;
     for (const [name, value] of Object.entries(headers)) reply.header(name, value);
@@ -175,6 +181,24 @@ function sha256(text: string): string {
 }
 
 function jsonFingerprint(query: string, body: unknown): string {
+  return sha256(`json\n${query}\n${canonicalJson(body ?? null)}`);
+}
+
+/** JSON with every object's keys in code-unit order: `{"a":1,"b":2}` and `{"b":2,"a":1}` are one body. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const name of Object.keys(v).sort()) sorted[name] = (v as Record<string, unknown>)[name];
+    return sorted;
+  });
+}
+
+/**
+ * The fingerprint kept by earlier releases (keys in the order sent): a retry of a request whose
+ * key was claimed before an upgrade (kept 24 hours) still matches it.
+ */
+function legacyFingerprint(query: string, body: unknown): string {
   return sha256(`json\n${query}\n${JSON.stringify(body ?? null)}`);
 }
 

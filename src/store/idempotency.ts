@@ -10,6 +10,8 @@ export interface ClaimInput {
   method: string;
   path: string;
   fingerprint: string | null;
+  /** The same request's fingerprint as earlier releases computed it (keys in the order sent), or null. */
+  legacyFingerprint?: string | null;
   nowMs: number;
   /** How long the claim holds before a retry may take it over (the request's own time limit and a margin). */
   leaseMs: number;
@@ -25,7 +27,8 @@ export type Claim = { kind: 'owner'; token: string } | { kind: 'existing'; row: 
  * Takes the key for this request, or answers the row another request holds. Atomic on both
  * databases (insert … on conflict do nothing): of any number of concurrent requests with one key,
  * in any number of processes, exactly one becomes the owner. An expired row is removed first; a
- * `running` row whose lease has passed (its server died) is taken over by a conditional update.
+ * `running` row whose lease has passed (its server died) is taken over by a conditional update,
+ * by a retry of the same request only (method, path, and the fingerprint when it is known).
  */
 export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise<Claim> {
   const now = new Date(input.nowMs).toISOString();
@@ -61,10 +64,12 @@ export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise
       await db.deleteFrom('idempotency_keys').where('workspace_id', '=', input.workspaceId).where('key', '=', input.key).where('expires_at', '<=', now).execute();
       continue;
     }
-    if (row.state === 'running' && row.locked_until <= now && row.method === input.method && row.path === input.path) {
+    // Only the same request takes a claim over: another body is the caller's to refuse (422).
+    const sameRequest = row.method === input.method && row.path === input.path && (input.fingerprint === null || row.fingerprint === input.fingerprint || (row.fingerprint !== null && row.fingerprint === input.legacyFingerprint));
+    if (row.state === 'running' && row.locked_until <= now && sameRequest) {
       const taken = await db
         .updateTable('idempotency_keys')
-        .set({ fingerprint: input.fingerprint, locked_until: token })
+        .set({ locked_until: token })
         .where('workspace_id', '=', input.workspaceId)
         .where('key', '=', input.key)
         .where('state', '=', 'running')

@@ -122,27 +122,79 @@ describe('Idempotency-Key', () => {
     assert.notEqual(again.json().data.id, first.json().data.id);
   });
 
-  it('a claim left running by a server that died is taken over once its lease has passed', async () => {
+  it('a claim left running by a server that died is taken over by the same request once its lease has passed, never by another body', async () => {
     const h = { ...headers, 'idempotency-key': 'stale-1' };
-    const workspaceId = (await ctx.app.inject({ method: 'POST', url: FORMS, headers, payload: { title: 'W' } })).json().data.workspaceId as string;
+    // A first answer, then its row put back as a server that died before answering leaves it.
+    const first = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S', description: 'D' } });
+    assert.equal(first.statusCode, 201);
     const now = Date.now();
-    await ctx.store.db
-      .insertInto('idempotency_keys')
-      .values({
-        workspace_id: workspaceId, key: 'stale-1', method: 'POST', path: FORMS, fingerprint: null, state: 'running',
-        locked_until: new Date(now + 60_000).toISOString(), response_status: null, response_headers: null, response_body: null,
-        created_at: new Date(now).toISOString(), expires_at: new Date(now + 86_400_000).toISOString(),
-      })
-      .execute();
-    const busy = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S' } });
+    const stuck = (lockedUntil: number) =>
+      ctx.store.db
+        .updateTable('idempotency_keys')
+        .set({ state: 'running', locked_until: new Date(lockedUntil).toISOString(), response_status: null, response_headers: null, response_body: null })
+        .where('key', '=', 'stale-1')
+        .execute();
+    await stuck(now + 60_000);
+    const busy = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S', description: 'D' } });
     assert.equal(busy.statusCode, 409);
     assert.equal(busy.json().code, 'idempotency_key_in_progress');
-    await ctx.store.db.updateTable('idempotency_keys').set({ locked_until: new Date(now - 1).toISOString() }).where('key', '=', 'stale-1').execute();
-    const taken = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S' } });
+    const otherWhileRunning = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Other' } });
+    assert.equal(otherWhileRunning.statusCode, 422);
+    assert.equal(otherWhileRunning.json().code, 'idempotency_key_reused');
+    await stuck(now - 1);
+    const count = await countForms();
+    // After the lease, another body still does not take the key over, and changes nothing.
+    const otherAfterLease = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Other' } });
+    assert.equal(otherAfterLease.statusCode, 422);
+    assert.equal(otherAfterLease.json().code, 'idempotency_key_reused');
+    assert.equal(await countForms(), count);
+    const row = await ctx.store.db.selectFrom('idempotency_keys').selectAll().where('key', '=', 'stale-1').executeTakeFirstOrThrow();
+    assert.equal(row.state, 'running');
+    // The same body (its keys in another order) takes it over, runs, and is replayed from then on.
+    const taken = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...h, 'content-type': 'application/json' }, payload: '{"description":"D","title":"S"}' });
     assert.equal(taken.statusCode, 201);
-    const replay = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S' } });
+    assert.equal(taken.headers['idempotent-replayed'], undefined);
+    assert.equal(await countForms(), count + 1);
+    const replay = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'S', description: 'D' } });
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.equal(replay.body, taken.body);
+  });
+
+  it('a body with its keys in another order, nested objects too, is the same request', async () => {
+    const h = { ...headers, 'idempotency-key': 'order-1', 'content-type': 'application/json' };
+    const first = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: '{"title":"O","settings":{"theme":{"primaryColor":"#112233"}},"description":"d"}' });
+    assert.equal(first.statusCode, 201, first.body);
+    const count = await countForms();
+    const again = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: '{"description":"d","settings":{"theme":{"primaryColor":"#112233"}},"title":"O"}' });
+    assert.equal(again.statusCode, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body, first.body);
+    const changed = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: '{"description":"d","settings":{"theme":{"primaryColor":"#112234"}},"title":"O"}' });
+    assert.equal(changed.statusCode, 422);
+    assert.equal(await countForms(), count);
+  });
+
+  it('a key claimed by an earlier release (keys in the order sent) still replays and is still taken over', async () => {
+    const h = { ...headers, 'idempotency-key': 'legacy-1', 'content-type': 'application/json' };
+    const body = '{"title":"L","description":"x"}';
+    const first = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: body });
+    assert.equal(first.statusCode, 201);
+    const { createHash } = await import('node:crypto');
+    const legacy = createHash('sha256').update(`json\n\n${JSON.stringify({ title: 'L', description: 'x' })}`).digest('hex');
+    const row = await ctx.store.db.selectFrom('idempotency_keys').select('fingerprint').where('key', '=', 'legacy-1').executeTakeFirstOrThrow();
+    assert.notEqual(row.fingerprint, legacy, 'the keys are not in order, so the two fingerprints differ');
+    await ctx.store.db.updateTable('idempotency_keys').set({ fingerprint: legacy }).where('key', '=', 'legacy-1').execute();
+    const replay = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: body });
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.body, first.body);
+    await ctx.store.db
+      .updateTable('idempotency_keys')
+      .set({ state: 'running', locked_until: new Date(Date.now() - 1).toISOString(), response_status: null, response_headers: null, response_body: null })
+      .where('key', '=', 'legacy-1')
+      .execute();
+    const taken = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: body });
+    assert.equal(taken.statusCode, 201);
+    assert.equal(taken.headers['idempotent-replayed'], undefined);
   });
 
   it('uploads: a retry (another multipart boundary) replays; another file or title is 422; one document is stored', async () => {
