@@ -74,12 +74,19 @@ export class DiskBlobStore implements BlobStore {
   }
 
   async open(sha256: string, range?: ByteRange) {
-    const file = this.pathOf(sha256);
-    const stat = await fsp.stat(file).catch((error: NodeJS.ErrnoException) => {
+    // Opened here, not when the stream first reads: a file that cannot be opened (gone, or no
+    // descriptor left) is an error before any answer has begun.
+    const handle = await fsp.open(this.pathOf(sha256), 'r').catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') throw new BlobNotFound(sha256);
       throw error;
     });
-    return { stream: fs.createReadStream(file, range ? { start: range.start, end: range.end } : {}), size: stat.size };
+    try {
+      const stat = await handle.stat();
+      return { stream: handle.createReadStream(range ? { start: range.start, end: range.end } : {}), size: stat.size };
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
   }
 
   async stat(sha256: string) {

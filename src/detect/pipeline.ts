@@ -1,3 +1,4 @@
+import { MAX_FIELDS_PER_DOCUMENT } from '../domain/fields.js';
 import { AnnotationMode } from '../files/pdfjs.js';
 import type { PDFDocumentProxy } from 'pdfjs-dist/types/src/display/api.js';
 import { detectAcroform, type WidgetAnnotation } from './acroform.js';
@@ -61,6 +62,24 @@ async function review(pages: readonly AiPageInput[], options: DetectOptions, war
   return fields;
 }
 
+/**
+ * At most `max` fields: the exact sources' first (their order), then the most confident of the
+ * others; in their original order (page by page), so a result reads as before, only shorter.
+ */
+export function keepBest(fields: readonly DetectedField[], max: number): DetectedField[] {
+  if (fields.length <= max) return [...fields];
+  const rank = fields.map((field, index) => ({ field, index }));
+  rank.sort((a, b) => exactFirst(a.field) - exactFirst(b.field) || b.field.confidence - a.field.confidence || a.index - b.index);
+  return rank
+    .slice(0, max)
+    .sort((a, b) => a.index - b.index)
+    .map((r) => r.field);
+}
+
+function exactFirst(field: DetectedField): number {
+  return field.source === 'acroform' || field.source === 'text_tag' ? 0 : 1;
+}
+
 /** Sources in the order they win when two find the same box. */
 const PRIORITY: Record<Source, number> = { acroform: 0, text_tag: 1, layout: 2, ai: 3 };
 
@@ -81,6 +100,8 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
   const layout: DetectedField[] = [];
   const aiPages: AiPageInput[] = [];
   const wantAi = options.engine === 'ai';
+  let layoutFound = 0;
+  let layoutCut = false;
   // Pages done: read, and reviewed by the model where they have candidates to review.
   let done = 0;
   const pageDone = () => options.onProgress?.(++done, total);
@@ -122,6 +143,12 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     const graphics = readPage(viewport, operators, items);
     const fields = detectLayout(graphics, pageNumber);
     layout.push(...fields);
+    layoutFound += fields.length;
+    // Never more kept than a result can hold (below), however many pages: memory stays bounded.
+    if (!wantAi && layout.length > 2 * MAX_FIELDS_PER_DOCUMENT) {
+      layout.splice(0, layout.length, ...keepBest(layout, MAX_FIELDS_PER_DOCUMENT));
+      layoutCut = true;
+    }
     if (wantAi && fields.length) {
       const text = graphics.words.map((w) => ({
         str: w.str,
@@ -139,9 +166,17 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
   // waits in `aiPages` for its review.
   const detected = wantAi ? await review(aiPages, options, warnings, pageDone) : layout;
   const found = [...exact, ...detected];
-  const { fields, duplicates } = mergeSources(found);
+  const { fields: merged, duplicates } = mergeSources(found);
   const counts: Partial<Record<Source, number>> = {};
   for (const field of found) counts[field.source] = (counts[field.source] ?? 0) + 1;
+  if (layoutCut) counts.layout = layoutFound;
+  let fields = merged;
+  if (fields.length > MAX_FIELDS_PER_DOCUMENT || layoutCut) {
+    fields = keepBest(fields, MAX_FIELDS_PER_DOCUMENT);
+    warnings.push(
+      `more fields were found than a document holds (${MAX_FIELDS_PER_DOCUMENT}): the result keeps ${fields.length}, exact ones (acroform, text_tag) first, then the most confident`,
+    );
+  }
   return {
     fields,
     stats: { pages: total, durationMs: Math.round(performance.now() - started), found: counts, duplicates, skipped, warnings },

@@ -99,7 +99,13 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
   return new AppError('internal_error', 'Something went wrong on our side. Retry later; if it persists, quote the X-Request-Id.');
 }
 
+/** Headers that describe a representation a handler had begun to send (a file): not the error's. */
+const REPRESENTATION_HEADERS = ['content-type', 'content-disposition', 'content-length', 'content-range', 'accept-ranges', 'etag', 'cache-control'];
+
 export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+  // A handler may fail after it has set a file's headers (its stream failing to open): the
+  // envelope goes out as JSON, whatever was set for the file.
+  for (const name of REPRESENTATION_HEADERS) reply.removeHeader(name);
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
   return reply.code(error.status).send(errorBody(error.code, error.status, error.hint));
 }
