@@ -73,6 +73,8 @@ export interface AppDeps {
   jobs?: ParseJobDeps;
   /** Limits on slow and numerous clients (default: `DEFAULT_HTTP_LIMITS`). */
   http?: Partial<HttpLimits>;
+  /** An Idempotency-Key claim's lease (default IDEMPOTENCY_LEASE_MS; shorter in tests). */
+  idempotencyLeaseMs?: number;
   /**
    * Webhooks: what receivers may be (default: https and public addresses only), name resolution
    * (tests), and this process's dispatcher to wake when a test event or redelivery is queued.
@@ -251,7 +253,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     route.preValidation = existing ? [camelize, ...(Array.isArray(existing) ? existing : [existing])] : camelize;
   });
   // Before compression (registered below): both keep and tag the uncompressed answer.
-  registerIdempotency(app, { store: deps.store, now, requestTimeoutMs: limits.requestTimeoutMs, maxUploadBytes: deps.maxUploadBytes });
+  registerIdempotency(app, { store: deps.store, now, leaseMs: deps.idempotencyLeaseMs, requestTimeoutMs: limits.requestTimeoutMs, maxUploadBytes: deps.maxUploadBytes });
   registerConditionalRequests(app, deps.store.db);
   applyOperationMeta(app);
   if (deps.metrics?.enabled) registerMetrics(app, { store: deps.store, token: deps.metrics.token, now });

@@ -6,7 +6,7 @@ import type {} from '@fastify/multipart';
 import { HashThreadFailed, sha256Counter } from '../blobs/sha256.js';
 import { AppError } from '../domain/errors.js';
 import type { Store } from '../store/db.js';
-import { claimKey, finishKey, releaseKey, sweepKeys } from '../store/idempotency.js';
+import { claimKey, finishKey, releaseKey, renewKey, sweepKeys } from '../store/idempotency.js';
 import { cleanFilename } from './routes/documents.js';
 
 /**
@@ -40,12 +40,25 @@ interface Pending {
   token: string;
   upload: boolean;
   settled: boolean;
+  /** The renewals of the claim, one after the other; the finish or release waits for them. */
+  chain: Promise<void>;
+  heartbeat: NodeJS.Timeout;
+  /** When the renewals stop whatever happens (the request time limit has passed by then). */
+  renewUntil: number;
 }
+
+/**
+ * How long a claim holds without its owner renewing it (every third of it while the request runs):
+ * after a server dies, a retry waits at most this long (409) before it runs the request again.
+ */
+export const IDEMPOTENCY_LEASE_MS = 60_000;
 
 export interface IdempotencyOptions {
   store: Store;
   now: () => number;
-  /** How long a request may run (the claim outlives it by a minute before a retry may take it over). */
+  /** The claim's lease (default IDEMPOTENCY_LEASE_MS), renewed every third of it while the request runs. */
+  leaseMs?: number;
+  /** How long a request may run: no claim is renewed for longer (a request whose end was never seen). */
   requestTimeoutMs: number;
   maxUploadBytes: number;
 }
@@ -54,6 +67,7 @@ const SWEEP_EVERY_MS = 60_000;
 
 export function registerIdempotency(app: FastifyInstance, options: IdempotencyOptions): void {
   const { store, now } = options;
+  const leaseMs = options.leaseMs ?? IDEMPOTENCY_LEASE_MS;
   const pending = new WeakMap<FastifyRequest, Pending>();
   const replayed = new WeakSet<FastifyRequest>();
   let lastSweep = 0;
@@ -91,10 +105,16 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       fingerprint,
       legacyFingerprint: legacy,
       nowMs,
-      leaseMs: options.requestTimeoutMs + 60_000,
+      leaseMs,
     });
     if (claim.kind === 'owner') {
-      pending.set(request, { workspaceId, key, token: claim.token, upload, settled: false });
+      const state: Pending = {
+        workspaceId, key, token: claim.token, upload, settled: false, chain: Promise.resolve(),
+        heartbeat: undefined as unknown as NodeJS.Timeout, renewUntil: nowMs + options.requestTimeoutMs + leaseMs,
+      };
+      state.heartbeat = setInterval(() => renew(request, state), Math.max(1, Math.floor(leaseMs / 3)));
+      state.heartbeat.unref();
+      pending.set(request, state);
       return;
     }
     const row = claim.row;
@@ -127,10 +147,38 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
     return reply.code(row.response_status ?? 200).send(row.response_body ?? '');
   }
 
+  // The owner's heartbeat: the lease moves on while the request runs, so that only a claim whose
+  // server died (or cannot reach the database for a whole lease) is ever taken over.
+  function renew(request: FastifyRequest, state: Pending) {
+    state.chain = state.chain.then(async () => {
+      if (state.settled) return;
+      const nowMs = now();
+      if (nowMs > state.renewUntil) {
+        clearInterval(state.heartbeat); // its end was never seen: the lease now runs out
+        return;
+      }
+      const next = new Date(nowMs + leaseMs).toISOString();
+      if (next <= state.token) return;
+      try {
+        if (await renewKey(store.db, state.workspaceId, state.key, state.token, next)) state.token = next;
+        else clearInterval(state.heartbeat); // taken over (this request outlived its lease): the retry's now
+      } catch (error) {
+        request.log.warn({ err: error }, 'could not renew the claim of an idempotent request');
+      }
+    });
+  }
+
+  /** Stops the heartbeat and waits for a renewal under way: `state.token` is then the claim's. */
+  async function settle(state: Pending) {
+    state.settled = true;
+    clearInterval(state.heartbeat);
+    await state.chain;
+  }
+
   async function keep(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const state = pending.get(request);
     if (!state || state.settled || replayed.has(request)) return payload;
-    state.settled = true;
+    await settle(state);
     const status = reply.statusCode;
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
     try {
@@ -157,7 +205,7 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
   async function letGo(request: FastifyRequest) {
     const state = pending.get(request);
     if (!state || state.settled) return;
-    state.settled = true;
+    await settle(state);
     await releaseKey(store.db, state.workspaceId, state.key, state.token).catch(() => {});
   }
 }

@@ -13,13 +13,14 @@ export interface ClaimInput {
   /** The same request's fingerprint as earlier releases computed it (keys in the order sent), or null. */
   legacyFingerprint?: string | null;
   nowMs: number;
-  /** How long the claim holds before a retry may take it over (the request's own time limit and a margin). */
+  /** How long the claim holds before a retry may take it over, unless its owner renews it (renewKey). */
   leaseMs: number;
 }
 
 /**
  * `token` is the claim's own `locked_until`: a takeover always moves it (the new lease ends later),
- * so the finish or release of a request whose claim was taken over changes nothing.
+ * so the finish or release of a request whose claim was taken over changes nothing. The owner's
+ * own renewals move it too, and the owner then holds the new value (renewKey).
  */
 export type Claim = { kind: 'owner'; token: string } | { kind: 'existing'; row: IdempotencyKeyRow };
 
@@ -82,6 +83,22 @@ export async function claimKey(db: Kysely<Database>, input: ClaimInput): Promise
     return { kind: 'existing', row };
   }
   throw new Error('idempotency key: could not claim or read the key');
+}
+
+/**
+ * Moves a running claim's lease on to `next` (the owner's heartbeat): true when the claim was
+ * still `token`'s, and `next` is its token from now on; false when it was taken over or finished.
+ */
+export async function renewKey(db: Kysely<Database>, workspaceId: string, key: string, token: string, next: string): Promise<boolean> {
+  const renewed = await db
+    .updateTable('idempotency_keys')
+    .set({ locked_until: next })
+    .where('workspace_id', '=', workspaceId)
+    .where('key', '=', key)
+    .where('state', '=', 'running')
+    .where('locked_until', '=', token)
+    .executeTakeFirst();
+  return Number(renewed.numUpdatedRows) === 1;
 }
 
 /** Keeps the first request's answer; `fingerprint` is set now when it was not known at the claim (uploads). */

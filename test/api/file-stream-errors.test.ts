@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { DiskBlobStore } from '../../src/blobs/disk.js';
+import type { BlobStore } from '../../src/blobs/store.js';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
 import { makePdf, multipart } from '../helpers/files.js';
 
@@ -17,7 +18,7 @@ describe('a download whose file stream fails', () => {
 
   before(async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'formsign-stream-errors-'));
-    const disk = new DiskBlobStore(dataDir);
+    const disk: BlobStore = new DiskBlobStore(dataDir);
     const open = disk.open.bind(disk);
     disk.open = async (sha256, range) => {
       if (!failing) return open(sha256, range);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
@@ -250,5 +251,71 @@ describe('Idempotency-Key', () => {
     const pdf = multipart([{ name: 'file', data: await makePdf([{ width: 612, height: 792 }]), filename: 'x.pdf' }]);
     const good = await ctx.app.inject({ method: 'POST', url: DOCS, headers: { ...headers, ...pdf.headers, 'idempotency-key': 'upload-bad' }, payload: pdf.payload });
     assert.equal(good.statusCode, 201);
+  });
+});
+
+describe('Idempotency-Key: a claim held by a running request is renewed', () => {
+  const LEASE_MS = 300;
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  let port: number;
+
+  before(async () => {
+    ctx = await createTestContext({ idempotencyLeaseMs: LEASE_MS });
+    headers = bearer(await ctx.key(['documents:read', 'documents:write', 'forms:read', 'forms:write'], 'lease'));
+    await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (ctx.app.server.address() as AddressInfo).port;
+  });
+  after(() => ctx.close());
+
+  it('an upload that runs for many leases keeps its key: a retry meanwhile is 409, never a second run; then it replays', async () => {
+    const pdf = await makePdf([{ width: 612, height: 792 }]);
+    const body = multipart([{ name: 'file', data: pdf, filename: 'slow.pdf' }]);
+    const payload = Buffer.from(body.payload as Buffer);
+    const h = { ...headers, ...body.headers, 'idempotency-key': 'slow-upload-1' };
+    // The first request: half of its body now, the rest after five leases.
+    const first = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: DOCS, headers: { ...h, 'content-length': String(payload.length) } }, (response) => {
+        let text = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      });
+      request.on('error', reject);
+      request.write(payload.subarray(0, payload.length >> 1));
+      setTimeout(() => request.end(payload.subarray(payload.length >> 1)), 5 * LEASE_MS);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
+    const row = await ctx.store.db.selectFrom('idempotency_keys').selectAll().where('key', '=', 'slow-upload-1').executeTakeFirstOrThrow();
+    assert.equal(row.state, 'running');
+    assert.ok(Date.parse(row.locked_until) > Date.now(), 'the lease was renewed while the request ran');
+    const retry = await ctx.app.inject({ method: 'POST', url: DOCS, headers: h, payload: body.payload });
+    assert.equal(retry.statusCode, 409, retry.body);
+    assert.equal(retry.json().code, 'idempotency_key_in_progress');
+    const answered = await first;
+    assert.equal(answered.status, 201, answered.body);
+    const replay = await ctx.app.inject({ method: 'POST', url: DOCS, headers: h, payload: body.payload });
+    assert.equal(replay.statusCode, 201);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.body, answered.body);
+    const list = await ctx.app.inject({ method: 'GET', url: DOCS, headers });
+    assert.equal(list.json().meta.total, 1);
+  });
+
+  it('a claim whose server died is free once a lease has passed, not after the request time limit', async () => {
+    const h = { ...headers, 'content-type': 'application/json', 'idempotency-key': 'died-1' };
+    // A first request, then its row put back as a server that died while running it leaves it.
+    const first = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Died' } });
+    assert.equal(first.statusCode, 201, first.body);
+    const claimed = Date.now();
+    await ctx.store.db
+      .updateTable('idempotency_keys')
+      .set({ state: 'running', locked_until: new Date(claimed + LEASE_MS).toISOString(), response_status: null, response_headers: null, response_body: null })
+      .where('key', '=', 'died-1')
+      .execute();
+    const busy = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Died' } });
+    assert.equal(busy.statusCode, 409);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 50));
+    const again = await ctx.app.inject({ method: 'POST', url: FORMS, headers: h, payload: { title: 'Died' } });
+    assert.equal(again.statusCode, 201, again.body);
+    assert.equal(again.headers['idempotent-replayed'], undefined);
   });
 });

@@ -200,6 +200,8 @@ export interface ContextOptions {
   webhooks?: { policy?: OutboundPolicy; lookup?: LookupFn; deliver?: boolean | Partial<DispatcherOptions> };
   /** `GET /metrics` (default: off, as in the service). */
   metrics?: { enabled: boolean; token: string | null };
+  /** An Idempotency-Key claim's lease (default: the service's, a minute). */
+  idempotencyLeaseMs?: number;
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
@@ -230,6 +232,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
     keyCacheTtlMs: options.keyCacheTtlMs,
     http: options.http,
     metrics: options.metrics,
+    idempotencyLeaseMs: options.idempotencyLeaseMs,
     jobs: { queue, wake: () => worker?.wake(), aiConfigured: options.aiConfigured ?? Boolean(options.ai) },
     webhooks: { policy, lookup: options.webhooks?.lookup, wake: () => dispatcher?.wake() },
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claimKey, finishKey, releaseKey } from '../../src/store/idempotency.js';
+import { claimKey, finishKey, releaseKey, renewKey } from '../../src/store/idempotency.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/context.js';
 
 // A claim taken over after its lease ran out (a first request still running, slowly) must not be
@@ -33,5 +33,25 @@ describe('idempotency claims: a taken-over claim is the new owner\'s', () => {
     await finishKey(database.store.db, 'w', 'k', second.token, { status: 201, headers: {}, body: 'second' });
     const kept = await row();
     assert.deepEqual([kept.state, kept.response_body], ['done', 'second']);
+  });
+
+  it('a renewal moves the token: the old one finishes nothing, the lease runs from the renewal, and a takeover stops the renewals', async () => {
+    const t0 = Date.parse('2026-11-26T00:00:00.000Z');
+    const at = (ms: number) => ({ ...input(ms), key: 'r' });
+    const rowR = () => database.store.db.selectFrom('idempotency_keys').selectAll().where('key', '=', 'r').executeTakeFirstOrThrow();
+    const first = await claimKey(database.store.db, at(t0));
+    assert.ok(first.kind === 'owner');
+    const renewed = new Date(t0 + 800 + 1000).toISOString();
+    assert.equal(await renewKey(database.store.db, 'w', 'r', first.token, renewed), true);
+    // Past the first lease but within the renewed one: still the owner's.
+    assert.equal((await claimKey(database.store.db, at(t0 + 1500))).kind, 'existing');
+    await finishKey(database.store.db, 'w', 'r', first.token, { status: 201, headers: {}, body: 'stale token' });
+    assert.equal((await rowR()).state, 'running');
+    // Past the renewed lease: taken over, and the old owner's renewal is refused.
+    const second = await claimKey(database.store.db, at(t0 + 2000));
+    assert.equal(second.kind, 'owner');
+    assert.equal(await renewKey(database.store.db, 'w', 'r', renewed, new Date(t0 + 5000).toISOString()), false);
+    await finishKey(database.store.db, 'w', 'r', renewed, { status: 201, headers: {}, body: 'first' });
+    assert.equal((await rowR()).state, 'running');
   });
 });
