@@ -11,9 +11,12 @@
  * - 8b: 400 connections sending their headers 1 byte per second, for 20 s.
  * - 8c: 400 slow-loris uploads spread over 100 workspaces (4 each: every one within its
  *   workspace's share), for 20 s.
+ * - 9: 100 JSON bodies of just under 1 MiB at once, by A, of shapes no request needs: 524,000
+ *   nested arrays (9), 60,000 snake_case keys (9b), 262,000 empty objects (9c).
  * (Item 13, immediate revocation, is no attack: its cost is in bench:http.)
  *
  *   npm run build && node --import tsx bench/stall-http.ts
+ *   BENCH_ONLY='^9' node --import tsx bench/stall-http.ts   # only the attacks whose name matches (idle always runs)
  *   FORMSIGN_TEST_DB=postgres node --import tsx bench/stall-http.ts
  */
 import { spawn } from 'node:child_process';
@@ -150,9 +153,33 @@ function describeTally(result: Awaited<ReturnType<typeof slowSockets>>): string 
   return `${SOCKETS} sockets: answered ${answers || 'none'}; closed without an answer ${tally.closedWithoutAnswer}; still open after ${ATTACK_SECONDS} s: ${tally.openAtEnd}; last closed by the server at ${last} s; temporary files: peak ${result.tempPeak}, after ${result.tempAfter}`;
 }
 
+/** 100 requests at once, each a JSON body of about 1 MiB (`body`), by A: their statuses. */
+async function jsonFlood(server: StallServer, body: string): Promise<{ outcome: string; ok: boolean }> {
+  const statuses = new Map<number, number>();
+  const started = performance.now();
+  let slowest = 0;
+  await Promise.all(
+    Array.from({ length: 100 }, async () => {
+      const t = performance.now();
+      const res = await fetch(`${server.base}/api/v1/forms`, { method: 'POST', headers: { authorization: `Bearer ${server.keyA}`, 'content-type': 'application/json' }, body });
+      await res.arrayBuffer();
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      slowest = Math.max(slowest, performance.now() - t);
+    }),
+  );
+  const answered = [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${n} × ${status}`).join(', ');
+  return {
+    outcome: `${(body.length / 1024).toFixed(0)} KiB each: ${answered}; all answered in ${((performance.now() - started) / 1000).toFixed(1)} s, the slowest ${(slowest / 1000).toFixed(1)} s`,
+    ok: [...statuses.keys()].every((status) => status === 400 || status === 429),
+  };
+}
+
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
+
 async function main(): Promise<void> {
   const rows: AttackRow[] = [];
   const run = async (name: string, attack: (server: StallServer) => Promise<string | { outcome: string; ok: boolean }>) => {
+    if (ONLY && !name.startsWith('idle') && !ONLY.test(name)) return;
     const server = await startServer();
     try {
       rows.push(await underAttack(server, name, () => attack(server)));
@@ -188,6 +215,10 @@ async function main(): Promise<void> {
     const result = await slowSockets(server, Array.from({ length: SOCKETS }, (_, i) => uploadHead(keys[i % keys.length]!)), path.join(server.dataDir, 'tmp'));
     return { outcome: describeTally(result), ok: result.tally.openAtEnd === 0 && result.tempAfter === 0 };
   });
+
+  await run('9 100 JSON bodies at once: 524,000 nested arrays', (server) => jsonFlood(server, `${'['.repeat(524_000)}${']'.repeat(524_000)}`));
+  await run('9b 100 JSON bodies at once: 60,000 snake_case keys', (server) => jsonFlood(server, `{${Array.from({ length: 60_000 }, (_, i) => `"k_${i}":1`).join(',')}}`));
+  await run('9c 100 JSON bodies at once: 262,000 empty objects', (server) => jsonFlood(server, `[${Array(262_000).fill('{}').join(',')}]`));
 
   const ok = printReport(rows, `HTTP and lock attacks on ${BENCH_DB}`);
   process.exit(ok ? 0 : 1);

@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { HttpLimits, LogLevel, MetricsConfig } from './config.js';
 import { AppError } from './domain/errors.js';
-import { camelizeBody, checkFreeBody } from './http/casing.js';
+import { camelizeBody, checkFreeBody, precheckJson } from './http/casing.js';
 import { documentQuestionTypes } from './http/schemas/question-types.js';
 import { errorHandler, sendError, toAppError } from './http/errors.js';
 import { API_PREFIX, makeGuard } from './http/guard.js';
@@ -201,6 +201,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return done(new AppError('validation_failed', 'body: is not valid UTF-8; send the JSON encoded as UTF-8'), undefined);
     }
     if (body === '' && (request.routeOptions.config?.optionalBody === true || !request.routeOptions.schema?.body)) return done(null, undefined);
+    const refused = precheckJson(body);
+    if (refused) return done(new AppError('validation_failed', refused), undefined);
     parseJson(request, body, done);
   });
   app.decorateRequest('principal', null);

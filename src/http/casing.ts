@@ -9,9 +9,78 @@ import { invalid } from '../domain/errors.js';
  */
 export type Renames = Map<string, string>;
 
+/** `_x` → `X` for a lower-case letter or digit `x` (a loop: a body may hold tens of thousands of keys). */
 export function snakeToCamel(key: string): string {
-  return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  let at = key.indexOf('_');
+  if (at === -1) return key;
+  let out = '';
+  let from = 0;
+  while (at !== -1 && at < key.length - 1) {
+    const next = key.charCodeAt(at + 1);
+    if ((next >= 97 && next <= 122) || (next >= 48 && next <= 57)) {
+      out += key.slice(from, at) + key[at + 1]!.toUpperCase();
+      from = at + 2;
+      at = key.indexOf('_', from);
+    } else {
+      at = key.indexOf('_', at + 1);
+    }
+  }
+  return out + key.slice(from);
 }
+
+/**
+ * Keys of one object (outside free objects such as `settings`): the largest an API object holds is
+ * an evaluation's `answers`, one key per question (2,000 at most). Refused before any is renamed.
+ */
+export const MAX_KEYS = 5_000;
+
+/** Members and items one JSON body may hold: far more than any request needs (README, Limits). */
+export const MAX_JSON_VALUES = 100_000;
+
+/**
+ * What JSON.parse would build, counted before it runs, in one pass over the text: bodies nested
+ * far deeper than any request needs, or holding more values than the limit, are refused here, at
+ * about a millisecond a MiB, rather than parsed (up to a tenth of a second of the event loop for a
+ * MiB of `[[[…` or of `{},{},…`). Brackets and commas inside strings do not count. Returns the
+ * hint of the refusal, or null.
+ */
+export function precheckJson(text: string): string | null {
+  let depth = 0;
+  let values = 0;
+  let inString = false;
+  // Per open bracket: whether it is an object, and its members so far (commas seen, plus one).
+  const isObject: boolean[] = [];
+  const members: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // a backslash: the next character is escaped
+      else if (c === 34) inString = false;
+      continue;
+    }
+    if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > 2 * MAX_DEPTH) return `body: is nested more than ${MAX_DEPTH} levels deep`;
+      isObject[depth] = c === 123;
+      members[depth] = 1;
+      values++;
+    } else if (c === 93 || c === 125) depth--;
+    else if (c === 44) {
+      if (++values > MAX_JSON_VALUES) return `body: holds more than ${MAX_JSON_VALUES.toLocaleString('en-US')} values (members and items); split the request`;
+      if (depth > 0 && isObject[depth] && ++members[depth]! > PRECHECK_KEYS) {
+        return `body: holds an object of more than ${PRECHECK_KEYS.toLocaleString('en-US')} keys; no object of this API holds more than ${MAX_KEYS.toLocaleString('en-US')}`;
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * Keys of one object that the precheck refuses, before parsing: more than MAX_KEYS (checked with
+ * its path after parsing) and than a free object within its own limit can hold (64 KiB of
+ * `settings` holds fewer than 10,000 distinct keys).
+ */
+const PRECHECK_KEYS = 16_384;
 
 /**
  * A JSON number too large for a double (`1e400`) parses as Infinity, which JSON cannot hold: it
@@ -43,7 +112,9 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   const source = value as Record<string, unknown>;
-  for (const key of Object.keys(source)) {
+  const keys = Object.keys(source);
+  if (keys.length > MAX_KEYS) throw invalid(path, `has ${keys.length} keys; no object of this API holds more than ${MAX_KEYS.toLocaleString('en-US')}`);
+  for (const key of keys) {
     const camel = key.includes('_') ? snakeToCamel(key) : key;
     const childPath = path ? `${path}.${camel}` : camel;
     if (Object.prototype.hasOwnProperty.call(out, camel)) {

@@ -110,6 +110,14 @@ describe('forms CRUD', () => {
     assert.equal(after, before);
   });
 
+  it('refuses a body of more values than the limit (100,000) with 400 before parsing it', async () => {
+    const many = `{"title":"many","settings":{"list":[${Array(100_001).fill('0').join(',')}]}}`;
+    const res = await ctx.app.inject({ method: 'POST', url: FORMS, headers: { ...headers, 'content-type': 'application/json' }, payload: many });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, 'validation_failed');
+    assert.match(res.json().hint, /more than 100,000 values/);
+  });
+
   it('refuses NUL characters, absurd nesting and multipart bodies where JSON is expected', async () => {
     const nul = await create({ title: 'a\u0000b' });
     assert.equal(nul.statusCode, 400);
