@@ -144,7 +144,7 @@ export async function detectFields(doc: PDFDocumentProxy, options: DetectOptions
     const fields = detectLayout(graphics, pageNumber);
     layout.push(...fields);
     layoutFound += fields.length;
-    // Never more kept than a result can hold (below), however many pages: memory stays bounded.
+    // Never more layout fields kept than a result can hold (below), however many pages.
     if (!wantAi && layout.length > 2 * MAX_FIELDS_PER_DOCUMENT) {
       layout.splice(0, layout.length, ...keepBest(layout, MAX_FIELDS_PER_DOCUMENT));
       layoutCut = true;

@@ -29,8 +29,9 @@ export function snakeToCamel(key: string): string {
 }
 
 /**
- * Keys of one object (outside free objects such as `settings`): the largest an API object holds is
- * an evaluation's `answers`, one key per question (2,000 at most). Refused before any is renamed.
+ * Keys of one object whose keys are the API's (not free objects such as `settings` or an
+ * evaluation's `answers`, which are not renamed): none has more than a few dozen. Refused before
+ * any is renamed.
  */
 export const MAX_KEYS = 5_000;
 
@@ -66,7 +67,7 @@ export function precheckJson(text: string): string | null {
       values++;
     } else if (c === 93 || c === 125) depth--;
     else if (c === 44) {
-      if (++values > MAX_JSON_VALUES) return `body: holds more than ${MAX_JSON_VALUES.toLocaleString('en-US')} values (members and items); split the request`;
+      if (++values > MAX_JSON_VALUES) return `body: holds more than ${MAX_JSON_VALUES.toLocaleString('en-US')} values (members and items), the limit of any JSON body (README, Limits)`;
       if (depth > 0 && isObject[depth] && ++members[depth]! > PRECHECK_KEYS) {
         return `body: holds an object of more than ${PRECHECK_KEYS.toLocaleString('en-US')} keys; no object of this API holds more than ${MAX_KEYS.toLocaleString('en-US')}`;
       }

@@ -81,11 +81,12 @@ describe('snakeToCamel and the JSON precheck', () => {
 
   it('refuses an object of more keys than any object of the API holds, naming where it is; free objects are not counted', () => {
     const wide = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k_${i}`, 1]));
-    assert.doesNotThrow(() => camelizeBody({ answers: wide(MAX_KEYS) }, new Set(), new Map()));
+    assert.doesNotThrow(() => camelizeBody({ fields: [wide(MAX_KEYS)] }, new Set(), new Map()));
     assert.throws(
-      () => camelizeBody({ answers: wide(MAX_KEYS + 1) }, new Set(), new Map()),
-      (error: unknown) => error instanceof AppError && error.code === 'validation_failed' && /answers: has 5001 keys/.test(error.hint),
+      () => camelizeBody({ fields: [wide(MAX_KEYS + 1)] }, new Set(), new Map()),
+      (error: unknown) => error instanceof AppError && error.code === 'validation_failed' && /fields\[0\]: has 5001 keys/.test(error.hint),
     );
+    assert.doesNotThrow(() => camelizeBody({ answers: wide(MAX_KEYS + 1) }, new Set(['answers']), new Map()));
     assert.doesNotThrow(() => camelizeBody({ settings: wide(MAX_KEYS + 1) }, new Set(['settings']), new Map()));
   });
 });
