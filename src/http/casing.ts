@@ -114,7 +114,7 @@ function walk(value: unknown, path: string, opaque: ReadonlySet<string>, renames
   const out: Record<string, unknown> = {};
   const source = value as Record<string, unknown>;
   const keys = Object.keys(source);
-  if (keys.length > MAX_KEYS) throw invalid(path, `has ${keys.length} keys; no object of this API holds more than ${MAX_KEYS.toLocaleString('en-US')}`);
+  if (keys.length > MAX_KEYS) throw invalid(path || 'body', `has ${keys.length} keys; no object of this API holds more than ${MAX_KEYS.toLocaleString('en-US')}`);
   for (const key of keys) {
     const camel = key.includes('_') ? snakeToCamel(key) : key;
     const childPath = path ? `${path}.${camel}` : camel;

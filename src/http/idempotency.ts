@@ -22,10 +22,10 @@ import { cleanFilename } from './routes/documents.js';
  * does a refused upload (nothing was kept of it). Requests refused before the handler (bad key,
  * missing grant, rate limit, a body that fails its schema) never claim the key.
  *
- * The fingerprint of a JSON request is the sha256 of its query and its parsed body with its keys in
- * order (so a retry may spell the keys in snake_case, order or space them differently). An upload's is its file's sha256
- * and its title, read from the first answer; a retry of a finished upload has its own read (the
- * handler does not run) and compared.
+ * The fingerprint of a JSON request is the sha256 of its query and its parsed body with its keys
+ * in order (so a retry may spell the keys in snake_case, order or space them differently). An
+ * upload's is its file's sha256 and its title, read from the first answer; a retry of a finished
+ * upload has its own read (the handler does not run) and compared.
  */
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
