@@ -9,6 +9,8 @@
  * 2. Large forms: the largest form the limits allow (2,000 questions, 200 sections, 2,000 rules,
  *    2 MiB of content, 64 KiB of settings) read ten at a time (`GET /forms/{id}`), with paginated
  *    lists (`…/questions?limit=1`) and evaluations of its draft in between.
+ * 2b. The same form read 100 at a time, three times over, compressed (`Accept-Encoding: br`, the
+ *    answers read raw): what concurrent compressed answers of 2 MiB cost the server's memory.
  * 3. Publishing as much as allowed: the largest form published again and again (a title change
  *    between) until the workspace's revision budget refuses (413), its latest revision read
  *    back and evaluated meanwhile.
@@ -18,6 +20,7 @@
  *   BENCH_ATTACKS=1,2 …     # a subset (1 includes the baseline: the prober alone for 10 s);
  *                           # BENCH_BUDGET=<bytes> sets REVISION_BYTES_PER_WORKSPACE for attack 3
  */
+import http from 'node:http';
 import os from 'node:os';
 import { newId } from '../src/domain/ids.js';
 import { LIMITS } from '../src/domain/limits.js';
@@ -181,6 +184,38 @@ async function readAttack(server: StallServer, form: string, bytes: number, ques
   });
 }
 
+async function compressedReadAttack(server: StallServer, form: string): Promise<AttackRow> {
+  return underAttack(server, '2b. the largest form read 100 at a time with Accept-Encoding: br, three times', async () => {
+    const sizes: number[] = [];
+    const times: number[] = [];
+    let failed = 0;
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(
+        Array.from({ length: 100 }, () =>
+          new Promise<void>((resolve) => {
+            const started = performance.now();
+            const request = http.get(`${server.base}/api/v1/forms/${form}`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } }, (response) => {
+              let bytes = 0;
+              response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+              response.on('end', () => {
+                if (response.statusCode !== 200 || response.headers['content-encoding'] !== 'br') failed++;
+                sizes.push(bytes);
+                times.push(performance.now() - started);
+                resolve();
+              });
+            });
+            request.on('error', () => {
+              failed++;
+              resolve();
+            });
+          }),
+        ),
+      );
+    }
+    return { outcome: `300 reads, ${(median(sizes) / 1024).toFixed(0)} KiB each compressed (${ms(times)}), ${failed} not 200 br`, ok: failed === 0 };
+  });
+}
+
 async function publishAttack(server: StallServer, form: string, questionIds: string[]): Promise<AttackRow> {
   const answers = JSON.stringify({ answers: Object.fromEntries(questionIds.slice(0, 1000).map((id, i) => [id, `choice ${i % 4}`])), version: 1 });
   return underAttack(server, '3. the largest form published until the revision budget refuses', async () => {
@@ -220,11 +255,12 @@ if (attacks.has('1')) {
     await server.stop();
   }
 }
-if (attacks.has('2') || attacks.has('3')) {
+if (attacks.has('2') || attacks.has('2b') || attacks.has('3')) {
   const server = await startServer({ env: process.env.BENCH_BUDGET ? { REVISION_BYTES_PER_WORKSPACE: process.env.BENCH_BUDGET } : {} });
   try {
     const { form, bytes, questionIds } = await largestForm(server);
     if (attacks.has('2')) rows.push(await readAttack(server, form, bytes, questionIds));
+    if (attacks.has('2b')) rows.push(await compressedReadAttack(server, form));
     if (attacks.has('3')) rows.push(await publishAttack(server, form, questionIds));
   } finally {
     await server.stop();

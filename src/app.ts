@@ -41,6 +41,7 @@ import { createLogger } from './log.js';
 import { makeClientErrorHandler } from './http/raw-answers.js';
 import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { BROTLI_QUALITY, COMPRESS_THRESHOLD } from './http/precompressed.js';
 import { registerConditionalRequests } from './http/conditional.js';
 import { applyOperationMeta, finishOpenApi } from './http/openapi-meta.js';
 import { registerMetrics } from './http/metrics.js';
@@ -313,10 +314,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(compress, {
     global: true,
     globalDecompression: false,
-    threshold: 1024,
+    threshold: COMPRESS_THRESHOLD,
     encodings: ['br', 'gzip'],
     customTypes: /^application\/(?:[\w.+-]+\+)?json(?:;|$)/,
-    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } },
+    // The same settings as the answers compressed once for many requests (precompressed.ts).
+    brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY } },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // Files are streamed part by part (request.parts()); limits are set per upload.

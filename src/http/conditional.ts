@@ -222,13 +222,16 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
   async function tag(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
     if (request.method !== 'GET' && request.method !== 'PUT') return payload;
-    const etag = tagOfAnswer(payload);
+    // An answer sent compressed by its handler (precompressed.ts) was tagged by it: its bytes
+    // are not the JSON the tag is read from.
+    const sentCompressed = reply.getHeader('content-encoding') !== undefined && reply.getHeader('etag') !== undefined;
+    const etag = sentCompressed ? String(reply.getHeader('etag')) : tagOfAnswer(payload);
     reply.header('etag', etag);
     const header = request.headers['if-none-match'];
     if (request.method === 'GET' && header !== undefined) {
       const tags = parseTags(header);
       if (tags.includes('*') || tags.includes(etag)) {
-        reply.code(304).removeHeader('content-type').removeHeader('content-length');
+        reply.code(304).removeHeader('content-type').removeHeader('content-length').removeHeader('content-encoding');
         return null;
       }
     }

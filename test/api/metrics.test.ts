@@ -90,4 +90,44 @@ describe('metrics off by default; compression', () => {
     assert.equal(first.headers['content-encoding'], 'gzip');
     assert.equal(zlib.gunzipSync(first.rawPayload).toString(), replay.body);
   });
+
+  it('a form with its content sent compressed by its handler is negotiated, tagged and revalidated as any answer', async () => {
+    const form = (await ctx.app.inject({ method: 'POST', url: '/api/v1/forms', headers, payload: { title: 'Shared', description: 'x'.repeat(900) } })).json().data;
+    for (let i = 0; i < 20; i++) {
+      const res = await ctx.app.inject({ method: 'POST', url: `/api/v1/forms/${form.id}/questions`, headers, payload: { questionText: `Question ${i} ${'q'.repeat(200)}`, type: 'short_text' } });
+      assert.equal(res.statusCode, 201, res.body);
+    }
+    const url = `/api/v1/forms/${form.id}`;
+    const get = (extra: Record<string, string>) => ctx.app.inject({ method: 'GET', url, headers: { ...headers, ...extra } });
+    const plain = await get({});
+    assert.equal(plain.headers['content-encoding'], undefined);
+    const [a, b] = await Promise.all([get({ 'accept-encoding': 'br' }), get({ 'accept-encoding': 'br, gzip' })]);
+    for (const res of [a, b]) {
+      assert.equal(res.headers['content-encoding'], 'br');
+      assert.equal(res.headers.vary, 'accept-encoding');
+      assert.equal(res.headers.etag, plain.headers.etag);
+      assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
+      assert.equal(zlib.brotliDecompressSync(res.rawPayload).toString(), plain.body);
+    }
+    // q=0 refuses br; x-no-compression and identity get the JSON as it is.
+    const gzip = await get({ 'accept-encoding': 'br;q=0, gzip' });
+    assert.equal(gzip.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(gzip.rawPayload).toString(), plain.body);
+    assert.equal((await get({ 'accept-encoding': 'br', 'x-no-compression': '1' })).body, plain.body);
+    assert.equal((await get({ 'accept-encoding': 'identity' })).body, plain.body);
+    // Revalidated with the tag: 304 with no body and no encoding.
+    const notModified = await get({ 'accept-encoding': 'br', 'if-none-match': String(plain.headers.etag) });
+    assert.equal(notModified.statusCode, 304);
+    assert.equal(notModified.headers['content-encoding'], undefined);
+    assert.equal(notModified.rawPayload.length, 0);
+    // A change is a new stamp: the next compressed answer holds it.
+    await ctx.app.inject({ method: 'PUT', url, headers, payload: { title: 'Shared, renamed' } });
+    const changed = await get({ 'accept-encoding': 'br' });
+    assert.notEqual(changed.headers.etag, plain.headers.etag);
+    const fresh = await get({});
+    assert.equal(zlib.brotliDecompressSync(changed.rawPayload).toString(), fresh.body);
+    assert.equal(fresh.json().data.title, 'Shared, renamed');
+    assert.equal(changed.headers.etag, fresh.headers.etag);
+  });
 });
+

@@ -8,7 +8,9 @@ import { readFormWithContent } from '../../services/read-form.js';
 import { updateForm } from '../../services/update-form.js';
 import { listForms } from '../../store/forms.js';
 import { createForm } from '../../services/create-form.js';
+import { tagOfStamp } from '../conditional.js';
 import { pathId } from '../params.js';
+import { sendShared } from '../precompressed.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
@@ -67,9 +69,11 @@ export function formRoutes(app: FastifyInstance, deps: RouteDeps): void {
     handler: async (request, reply) => {
       const { form, content } = await readFormWithContent(deps, principalOf(request), { formId: pathId('Form', request.params.id) });
       const head = JSON.stringify({ success: true, data: form });
-      // `head` ends with `}}`: the content goes in as the last keys of `data`.
-      const body = Buffer.concat([Buffer.from(`${head.slice(0, -2)},`), content, CLOSE]);
-      return reply.type('application/json; charset=utf-8').send(body);
+      // Tagged here, since a compressed answer cannot be read for its tag (conditional.ts).
+      reply.header('etag', tagOfStamp(form.id, form.updatedAt));
+      // `head` ends with `}}`: the content goes in as the last keys of `data`. Compressed once for
+      // every request that reads this form at this stamp (content is the cached buffer of it).
+      return sendShared(request, reply, content, head, () => Buffer.concat([Buffer.from(`${head.slice(0, -2)},`), content, CLOSE]));
     },
   });
 
