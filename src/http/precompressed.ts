@@ -61,11 +61,17 @@ export async function sendShared(request: FastifyRequest, reply: FastifyReply, o
     if (!variants) kept.set(owner, (variants = new Map()));
     // Oldest out first: a form's own JSON changes only with a new stamp, so more are rare.
     if (variants.size >= MAX_VARIANTS) variants.delete(variants.keys().next().value!);
-    compressed = compress(encoding, bytes);
-    variants.set(key, compressed);
-    compressed.catch(() => variants!.delete(key));
+    const made = compress(encoding, bytes);
+    const mine = variants;
+    mine.set(key, made);
+    // A failed compression is not kept (unless another has taken its place meanwhile).
+    made.catch(() => mine.get(key) === made && mine.delete(key));
+    compressed = made;
   }
   const payload = await compressed;
+  // As the plugin: Vary gains accept-encoding, whatever it held.
+  const vary = reply.getHeader('vary');
+  reply.header('vary', vary === undefined ? 'accept-encoding' : `${String(vary)}, accept-encoding`);
   // The plugin leaves an answer whose Content-Encoding is set as it is.
-  return reply.header('content-encoding', encoding).header('vary', 'accept-encoding').send(payload);
+  return reply.header('content-encoding', encoding).send(payload);
 }

@@ -130,4 +130,3 @@ describe('metrics off by default; compression', () => {
     assert.equal(changed.headers.etag, fresh.headers.etag);
   });
 });
-

@@ -16,6 +16,9 @@ function exchange(headers: Record<string, string>) {
       sent.headers[name] = value;
       return reply;
     },
+    getHeader(name: string) {
+      return sent.headers[name];
+    },
     send(payload: Buffer) {
       sent.payload = payload;
       return reply;
@@ -36,6 +39,7 @@ describe('answers compressed once for many requests', () => {
     assert.equal(built, 1);
     for (const { sent } of many) {
       assert.equal(sent.headers['content-encoding'], 'br');
+      assert.equal(sent.headers.vary, 'accept-encoding');
       assert.deepEqual(zlib.brotliDecompressSync(sent.payload!), json);
     }
     const gzip = exchange({ 'accept-encoding': 'gzip' });
@@ -56,5 +60,12 @@ describe('answers compressed once for many requests', () => {
     const small = exchange({ 'accept-encoding': 'br' });
     await sendShared(small.request, small.reply, {}, 'v', () => Buffer.from('{"success":true}'));
     assert.equal(small.sent.headers['content-encoding'], undefined);
+  });
+
+  it('Vary gains accept-encoding after what it held', async () => {
+    const { request, reply, sent } = exchange({ 'accept-encoding': 'gzip' });
+    sent.headers.vary = 'origin';
+    await sendShared(request, reply, {}, 'v', () => json);
+    assert.equal(sent.headers.vary, 'origin, accept-encoding');
   });
 });
