@@ -42,7 +42,7 @@ interface Pending {
   settled: boolean;
   /** The renewals of the claim, one after the other; the finish or release waits for them. */
   chain: Promise<void>;
-  heartbeat: NodeJS.Timeout;
+  heartbeat?: NodeJS.Timeout;
   /** When the renewals stop whatever happens (the request time limit has passed by then). */
   renewUntil: number;
 }
@@ -110,10 +110,9 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
     if (claim.kind === 'owner') {
       const state: Pending = {
         workspaceId, key, token: claim.token, upload, settled: false, chain: Promise.resolve(),
-        heartbeat: undefined as unknown as NodeJS.Timeout, renewUntil: nowMs + options.requestTimeoutMs + leaseMs,
+        renewUntil: nowMs + options.requestTimeoutMs + leaseMs,
       };
-      state.heartbeat = setInterval(() => renew(request, state), Math.max(1, Math.floor(leaseMs / 3)));
-      state.heartbeat.unref();
+      state.heartbeat = setInterval(() => renew(request, state), Math.max(1, Math.floor(leaseMs / 3))).unref();
       pending.set(request, state);
       return;
     }
@@ -124,22 +123,25 @@ export function registerIdempotency(app: FastifyInstance, options: IdempotencyOp
       if (upload) reply.header('connection', 'close');
       throw reused(`${row.method} ${row.path}`);
     }
-    // Another body is refused whatever the first request's state (running, or left by a server that died).
-    if (!upload && row.fingerprint !== null && row.fingerprint !== fingerprint && row.fingerprint !== legacy) {
+    // Another body is refused whatever the first request's state (running, or left by a server
+    // that died). A JSON claim always holds its fingerprint; an upload's is known once it is done.
+    if (!upload && row.fingerprint !== fingerprint && row.fingerprint !== legacy) {
       throw reused(`${row.method} ${row.path} with another body`);
     }
     if (row.state !== 'done') {
       throw new AppError('idempotency_key_in_progress', 'A request with this Idempotency-Key is still running; retry once it has answered (in a moment) to get its answer.', { 'retry-after': '1' });
     }
-    let retryFingerprint: string | null;
-    try {
-      retryFingerprint = upload ? await uploadFingerprint(request, options.maxUploadBytes, row.response_body) : fingerprint;
-    } catch (error) {
-      // The rest of the body was not read (a failure of this process's, answered 500).
-      reply.header('connection', 'close');
-      throw error;
+    if (upload) {
+      let retryFingerprint: string | null;
+      try {
+        retryFingerprint = await uploadFingerprint(request, options.maxUploadBytes, row.response_body);
+      } catch (error) {
+        // The rest of the body was not read (a failure of this process's, answered 500).
+        reply.header('connection', 'close');
+        throw error;
+      }
+      if (retryFingerprint !== row.fingerprint) throw reused(`${row.method} ${row.path} with another file or title`);
     }
-    if (retryFingerprint !== row.fingerprint && (upload || row.fingerprint !== legacy)) throw reused(`${row.method} ${row.path} with another ${upload ? 'file or title' : 'body'}`);
     replayed.add(request);
     const headers = JSON.parse(row.response_headers ?? '{}') as Record<string, string>;
     for (const [name, value] of Object.entries(headers)) reply.header(name, value);
