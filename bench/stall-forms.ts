@@ -11,6 +11,8 @@
  *    lists (`…/questions?limit=1`) and evaluations of its draft in between.
  * 2b. The same form read 100 at a time, three times over, compressed (`Accept-Encoding: br`, the
  *    answers read raw): what concurrent compressed answers of 2 MiB cost the server's memory.
+ * 2c. The same form published once, and its revision read in the same way
+ *    (`GET /forms/{id}/revisions/1`: the revision with its 2 MiB snapshot).
  * 3. Publishing as much as allowed: the largest form published again and again (a title change
  *    between) until the workspace's revision budget refuses (413), its latest revision read
  *    back and evaluated meanwhile.
@@ -184,8 +186,8 @@ async function readAttack(server: StallServer, form: string, bytes: number, ques
   });
 }
 
-async function compressedReadAttack(server: StallServer, form: string): Promise<AttackRow> {
-  return underAttack(server, '2b. the largest form read 100 at a time with Accept-Encoding: br, three times', async () => {
+async function compressedReadAttack(server: StallServer, name: string, path: string): Promise<AttackRow> {
+  return underAttack(server, name, async () => {
     const sizes: number[] = [];
     const times: number[] = [];
     let failed = 0;
@@ -194,7 +196,7 @@ async function compressedReadAttack(server: StallServer, form: string): Promise<
         Array.from({ length: 100 }, () =>
           new Promise<void>((resolve) => {
             const started = performance.now();
-            const request = http.get(`${server.base}/api/v1/forms/${form}`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } }, (response) => {
+            const request = http.get(`${server.base}/api/v1${path}`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } }, (response) => {
               let bytes = 0;
               response.on('data', (chunk: Buffer) => (bytes += chunk.length));
               response.on('end', () => {
@@ -255,12 +257,18 @@ if (attacks.has('1')) {
     await server.stop();
   }
 }
-if (attacks.has('2') || attacks.has('2b') || attacks.has('3')) {
+if (attacks.has('2') || attacks.has('2b') || attacks.has('2c') || attacks.has('3')) {
   const server = await startServer({ env: process.env.BENCH_BUDGET ? { REVISION_BYTES_PER_WORKSPACE: process.env.BENCH_BUDGET } : {} });
   try {
     const { form, bytes, questionIds } = await largestForm(server);
     if (attacks.has('2')) rows.push(await readAttack(server, form, bytes, questionIds));
-    if (attacks.has('2b')) rows.push(await compressedReadAttack(server, form));
+    if (attacks.has('2b')) rows.push(await compressedReadAttack(server, '2b. the largest form read 100 at a time with Accept-Encoding: br, three times', `/forms/${form}`));
+    if (attacks.has('2c')) {
+      const published = await api(server, 'POST', `/forms/${form}/publish`, { changesSummary: 'For attack 2c' });
+      if (published.status !== 201) throw new Error(`publishing the largest form answered ${published.status}`);
+      const version = published.body.data.revision.version as number;
+      rows.push(await compressedReadAttack(server, '2c. its revision (2 MiB snapshot) read 100 at a time with Accept-Encoding: br, three times', `/forms/${form}/revisions/${version}`));
+    }
     if (attacks.has('3')) rows.push(await publishAttack(server, form, questionIds));
   } finally {
     await server.stop();

@@ -222,10 +222,10 @@ export function registerConditionalRequests(app: FastifyInstance, db: Kysely<Dat
   async function tag(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
     if (request.method !== 'GET' && request.method !== 'PUT') return payload;
-    // An answer sent compressed by its handler (precompressed.ts) was tagged by it: its bytes
-    // are not the JSON the tag is read from.
-    const sentCompressed = reply.getHeader('content-encoding') !== undefined && reply.getHeader('etag') !== undefined;
-    const etag = sentCompressed ? String(reply.getHeader('etag')) : tagOfAnswer(payload);
+    // An answer its handler tagged keeps that tag: one sent compressed (precompressed.ts) has
+    // bytes that are not the JSON the tag is read from, and a large one is not hashed again.
+    const given = reply.getHeader('etag');
+    const etag = given !== undefined ? String(given) : tagOfAnswer(payload);
     reply.header('etag', etag);
     const header = request.headers['if-none-match'];
     if (request.method === 'GET' && header !== undefined) {

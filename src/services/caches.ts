@@ -3,6 +3,7 @@ import { ByteLru } from '../domain/byte-lru.js';
 import type { CompiledLogic } from '../domain/logic.js';
 import type { FormRow } from '../store/schema.js';
 import { StampedCache } from './draft-cache.js';
+import type { RevisionAnswer } from './read-revision.js';
 
 /**
  * Compiled forms kept for `POST /evaluate`, per server, each cache up to about this many bytes of
@@ -13,6 +14,13 @@ const COMPILED_FORMS_BYTES = 64 * 1024 * 1024;
 
 /** Bytes of form content kept as JSON for `GET /forms/{id}`, per server. */
 const CONTENT_CACHE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Bytes of revision answers kept for `GET …/revisions/{version}` (the revision with its snapshot,
+ * as JSON), per server. Their compressed copies (src/http/precompressed.ts) live as long as they do
+ * and are not counted: a few times smaller.
+ */
+const REVISION_ANSWERS_BYTES = 64 * 1024 * 1024;
 
 /** A form's questions and show/hide logic, ready to check answers and evaluate. */
 export interface Compiled {
@@ -25,6 +33,8 @@ export interface Caches {
   compiledRevisions: ByteLru<Compiled>;
   compiledDrafts: StampedCache<Compiled>;
   formContent: StampedCache<{ json: Buffer; questionCount: number; row: FormRow }>;
+  /** By `<kind>:<revision id>`, all of one stamp (a revision never changes). */
+  revisionAnswers: StampedCache<RevisionAnswer>;
 }
 
 export function createCaches(): Caches {
@@ -32,5 +42,6 @@ export function createCaches(): Caches {
     compiledRevisions: new ByteLru<Compiled>(COMPILED_FORMS_BYTES),
     compiledDrafts: new StampedCache<Compiled>(COMPILED_FORMS_BYTES),
     formContent: new StampedCache(CONTENT_CACHE_BYTES),
+    revisionAnswers: new StampedCache(REVISION_ANSWERS_BYTES),
   };
 }

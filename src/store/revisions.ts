@@ -233,24 +233,38 @@ export function parseVersion(text: string): number | null {
  * One revision with its snapshot as stored (JSON text, served byte for byte), of a live form or
  * document of the workspace.
  */
-export async function getRevision(
-  db: Kysely<Database>,
-  kind: RevisionKind,
-  workspaceId: string,
-  parentId: string,
-  version: number | null,
-): Promise<{ revision: RevisionView; snapshot: string }> {
+/**
+ * One revision, without its snapshot (`revisionSnapshot` reads it: a revision never changes, so
+ * `GET …/revisions/{version}` keeps its answer by the revision's id), checking its parent is live
+ * in the workspace.
+ */
+export async function findRevision(db: Kysely<Database>, kind: RevisionKind, workspaceId: string, parentId: string, version: number | null): Promise<RevisionView> {
   const t = TABLES[kind];
-  await assertParent(db, kind, workspaceId, parentId);
-  if (version === null) throw notFound('Revision');
-  const row = (await (db as Kysely<any>)
-    .selectFrom(t.revisions)
-    .select(['id', `${t.parentColumn} as parent_id`, 'version', 'published_at', 'published_by', 'changes_summary', 'snapshot'])
-    .where(t.parentColumn, '=', parentId)
-    .where('version', '=', version)
-    .executeTakeFirst()) as (RevisionListRow & { snapshot: string }) | undefined;
-  if (!row) throw notFound('Revision');
-  return { revision: toRevision(kind, row), snapshot: row.snapshot };
+  // One statement when the revision is there (it is read often, and many at once); the parent is
+  // looked up on its own only to say which of the two is missing.
+  const row =
+    version === null
+      ? undefined
+      : ((await (db as Kysely<any>)
+          .selectFrom(`${t.revisions} as r`)
+          .innerJoin(`${t.parents} as p`, 'p.id', `r.${t.parentColumn}`)
+          .select(['r.id as id', `r.${t.parentColumn} as parent_id`, 'r.version as version', 'r.published_at as published_at', 'r.published_by as published_by', 'r.changes_summary as changes_summary'])
+          .where(`r.${t.parentColumn}`, '=', parentId)
+          .where('r.version', '=', version)
+          .where('p.workspace_id', '=', workspaceId)
+          .where('p.deleted_at', 'is', null)
+          .executeTakeFirst()) as RevisionListRow | undefined);
+  if (!row) {
+    await assertParent(db, kind, workspaceId, parentId);
+    throw notFound('Revision');
+  }
+  return toRevision(kind, row);
+}
+
+/** The snapshot of the revision of id `revisionId` as stored (JSON text); `undefined` when there is none. */
+export async function revisionSnapshot(db: Kysely<Database>, kind: RevisionKind, revisionId: string): Promise<string | undefined> {
+  const row = (await (db as Kysely<any>).selectFrom(TABLES[kind].revisions).select('snapshot').where('id', '=', revisionId).executeTakeFirst()) as { snapshot: string } | undefined;
+  return row?.snapshot;
 }
 
 /**

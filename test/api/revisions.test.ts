@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { journal, sweepBlobJournal, unreferenced } from '../../src/store/blob-locks.js';
 import { bearer, createTestContext, type TestContext } from '../helpers/context.js';
@@ -345,11 +346,48 @@ describe('publishing and revisions', () => {
     }
   });
 
+  it('a revision is served compressed and tagged as any answer, the same to every reader, and stays as frozen', async () => {
+    const form = await newForm();
+    for (let i = 0; i < 12; i++) await ok(send('POST', `/forms/${form}/questions`, { questionText: `Question ${i} ${'q'.repeat(200)}`, type: 'short_text' }), 201);
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    const url = `/api/v1/forms/${form}/revisions/1`;
+    const get = (extra: Record<string, string> = {}) => ctx.app.inject({ method: 'GET', url, headers: { ...headers, ...extra } });
+    const reads = await Promise.all([get(), get(), get({ 'accept-encoding': 'br' }), get({ 'accept-encoding': 'br' }), get({ 'accept-encoding': 'gzip' })]);
+    const plain = reads[0];
+    assert.equal(plain.statusCode, 200, plain.body);
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.json().data.snapshot.questions.length, 12);
+    assert.equal(plain.json().data.version, 1);
+    for (const res of reads) assert.equal(res.headers.etag, plain.headers.etag);
+    assert.equal(reads[1].body, plain.body);
+    for (const res of reads.slice(2, 4)) {
+      assert.equal(res.headers['content-encoding'], 'br');
+      assert.equal(res.headers.vary, 'accept-encoding');
+      assert.equal(zlib.brotliDecompressSync(res.rawPayload).toString(), plain.body);
+    }
+    assert.equal(reads[4].headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(reads[4].rawPayload).toString(), plain.body);
+    const notModified = await get({ 'accept-encoding': 'br', 'if-none-match': String(plain.headers.etag) });
+    assert.equal(notModified.statusCode, 304);
+    assert.equal(notModified.rawPayload.length, 0);
+    // The draft moves on and is published again: version 1 answers exactly as before.
+    await ok(send('PUT', `/forms/${form}`, { title: 'Intake, renamed' }));
+    await ok(send('POST', `/forms/${form}/publish`), 201);
+    const again = await get();
+    assert.equal(again.body, plain.body);
+    assert.equal(again.headers.etag, plain.headers.etag);
+    const second = await ok(send('GET', `/forms/${form}/revisions/2`));
+    assert.equal(second.snapshot.form.title, 'Intake, renamed');
+  });
+
   it("another workspace's forms, documents and revisions do not exist for it; nor do deleted ones", async () => {
     const form = await newForm();
     const doc = await newDocument();
     await ok(send('POST', `/forms/${form}/publish`), 201);
     await ok(send('POST', `/documents/${doc}/publish`), 201);
+    // Read by their owner first: what this server keeps of them answers no one else.
+    await ok(send('GET', `/forms/${form}/revisions/1`));
+    await ok(send('GET', `/documents/${doc}/revisions/1`));
     const stranger = bearer(await ctx.key(ALL));
     const probes = (h: Record<string, string>) => [
       send('POST', `/forms/${form}/publish`, {}, h),

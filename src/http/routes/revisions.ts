@@ -1,9 +1,11 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import { invalid } from '../../domain/errors.js';
 import { publishDocument, publishForm } from '../../services/publish.js';
-import { upgradeFormSnapshotText } from '../../domain/legacy-options.js';
-import { getRevision, listRevisions, parseVersion, type RevisionKind } from '../../store/revisions.js';
+import { readRevisionAnswer } from '../../services/read-revision.js';
+import { listRevisions, parseVersion, type RevisionKind } from '../../store/revisions.js';
+import { tagOfAnswer } from '../conditional.js';
+import { sendShared } from '../precompressed.js';
 import { pathId } from '../params.js';
 import { presentDocument } from '../document-answer.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
@@ -42,11 +44,12 @@ export function revisionRoutes(app: FastifyInstance, deps: RouteDeps): void {
     return listEnvelope(items, total, page);
   };
 
-  const get = (kind: RevisionKind, label: string) => async (request: { params: Static<typeof RevisionParams> } & Parameters<typeof workspaceOf>[0], reply: FastifyReply) => {
-    const { revision, snapshot: stored } = await getRevision(store.db, kind, workspaceOf(request), pathId(label, request.params.id), parseVersion(request.params.version));
-    // Stored as published; a form's snapshot from before 0009 is served in today's shape.
-    const snapshot = kind === 'form' ? upgradeFormSnapshotText(stored) : stored;
-    return sendWithSnapshot(reply, revision, snapshot);
+  const get = (kind: RevisionKind, label: string) => async (request: FastifyRequest<{ Params: Static<typeof RevisionParams> }>, reply: FastifyReply) => {
+    const answer = await readRevisionAnswer(deps, principalOf(request), { kind, parentId: pathId(label, request.params.id), version: parseVersion(request.params.version) }, tagOfAnswer);
+    // Tagged here, since a compressed answer cannot be read for its tag (conditional.ts); the
+    // answer is compressed once for every request that reads this revision (precompressed.ts).
+    reply.header('etag', answer.etag);
+    return sendShared(request, reply, answer.body, '', () => answer.body);
   };
 
   // Forms
@@ -97,15 +100,4 @@ export function revisionRoutes(app: FastifyInstance, deps: RouteDeps): void {
     schema: { tags: ['Documents', 'Revisions'], summary: 'Get one revision of a document with its snapshot', params: RevisionParams, querystring: NoQuery, response: responses(200, Ok(DocumentRevisionWithSnapshot)) },
     handler: get('document', 'Document'),
   });
-}
-
-/**
- * The revision with its snapshot spliced in as stored: the snapshot is served byte for byte as it
- * was frozen, and a large one is not parsed and serialised again on every read.
- */
-function sendWithSnapshot(reply: FastifyReply, revision: object, snapshot: string): FastifyReply {
-  const head = JSON.stringify({ success: true, data: revision });
-  // `head` ends with `}}`: insert the snapshot as the last key of `data`.
-  const body = `${head.slice(0, -2)},"snapshot":${snapshot}}}`;
-  return reply.type('application/json; charset=utf-8').send(body);
 }
