@@ -11,10 +11,15 @@
  * - #6 fairness: workspace A queues three 1,000-page parse jobs, then B one 1-page job; A uploads
  *   four 10,000-page PDFs at once, then B a 1-page PDF. B's wait is reported in units of A's items
  *   (goal: at most one).
+ * - #7 the largest result: a parse job on 90 pages of label-and-rule pairs (far more fields than the
+ *   5,000 a result keeps), then its result read 100 at a time with `Accept-Encoding: br`, three
+ *   times (the answers read raw).
  *
  *   npm run build && node --import tsx bench/stall-files.ts      (FORMSIGN_TEST_DB=postgres for PostgreSQL)
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import { drawPdf, type PageSpec } from '../test/helpers/layout-pdf.js';
 import { inflatingPdf, makeDocx, makePdf } from '../test/helpers/files.js';
 import { printReport, rssOf, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 
@@ -219,6 +224,54 @@ try {
       return {
         outcome: `A's files took ${s(aItem)} each to read (all 4 done at ${s(aDone[3]!)}); B's upload answered ${b.status} after ${s(bMs)} = ${(bMs / aItem).toFixed(2)} of A's items, waiting for ${passedB} of A's files (oldest first: all 4)`,
         ok: b.status === 201 && aResults.every((r) => r.status === 201) && passedB <= 1,
+      };
+    }),
+  );
+  rows.push(
+    await attack(server, '#7 a parse job result of 5,000 fields read 100 at a time with Accept-Encoding: br, three times', async () => {
+      const page: PageSpec = {
+        draw: (d) => {
+          for (let row = 0; row < 40; row++) {
+            for (let column = 0; column < 3; column++) {
+              const x = 40 + column * 190;
+              const y = 760 - row * 18;
+              d.text('Name:', x, y, 8);
+              d.rule(x + 30, x + 170, y - 1);
+            }
+          }
+        },
+      };
+      const up = await upload(server, server.keyA, 'many-fields.pdf', Buffer.from(await drawPdf(Array.from({ length: 90 }, () => page))));
+      if (up.status !== 201) return { outcome: `upload answered ${up.status}`, ok: false };
+      const id = up.body.data!.id;
+      const job = await finished(server, server.keyA, id, (await startJob(server, server.keyA, id)).id);
+      if (job.status !== 'completed') return { outcome: `job ${job.status}`, ok: false };
+      const times: number[] = [];
+      const sizes: number[] = [];
+      let failed = 0;
+      const readOnce = () =>
+        new Promise<void>((resolve) => {
+          const started = performance.now();
+          const request = http.get(`${server.base}/api/v1/documents/${id}/parse-jobs/${job.id}`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } }, (response) => {
+            let bytes = 0;
+            response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+            response.on('end', () => {
+              if (response.statusCode !== 200 || response.headers['content-encoding'] !== 'br') failed++;
+              sizes.push(bytes);
+              times.push(performance.now() - started);
+              resolve();
+            });
+          });
+          request.on('error', () => (failed++, resolve()));
+        });
+      const plain = await fetch(`${server.base}/api/v1/documents/${id}/parse-jobs/${job.id}`, { headers: { authorization: `Bearer ${server.keyA}`, 'x-no-compression': '1' } });
+      const text = await plain.text();
+      const fields = (JSON.parse(text) as { data: { result: { fields: unknown[] } } }).data.result.fields.length;
+      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 100 }, readOnce));
+      const sorted = [...times].sort((a, b) => a - b);
+      return {
+        outcome: `${fields} fields, ${(text.length / MB).toFixed(2)} MB of JSON, ${(sizes[0]! / 1024).toFixed(0)} KiB compressed; 300 reads (median ${sorted[150]!.toFixed(0)} ms, worst ${sorted[299]!.toFixed(0)} ms), ${failed} not 200 br`,
+        ok: failed === 0 && fields === 5000,
       };
     }),
   );

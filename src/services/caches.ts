@@ -3,6 +3,7 @@ import { ByteLru } from '../domain/byte-lru.js';
 import type { CompiledLogic } from '../domain/logic.js';
 import type { FormRow } from '../store/schema.js';
 import { StampedCache } from './draft-cache.js';
+import type { JobAnswer } from './parse-jobs/get.js';
 import type { RevisionAnswer } from './read-revision.js';
 
 /**
@@ -22,6 +23,9 @@ const CONTENT_CACHE_BYTES = 64 * 1024 * 1024;
  */
 const REVISION_ANSWERS_BYTES = 64 * 1024 * 1024;
 
+/** Bytes of completed parse jobs' answers kept for `GET …/parse-jobs/{jobId}`, per server. */
+const JOB_ANSWERS_BYTES = 32 * 1024 * 1024;
+
 /** A form's questions and show/hide logic, ready to check answers and evaluate. */
 export interface Compiled {
   questions: AnswerQuestions;
@@ -35,6 +39,8 @@ export interface Caches {
   formContent: StampedCache<{ json: Buffer; questionCount: number; row: FormRow }>;
   /** By `<kind>:<revision id>`, all of one stamp (a revision never changes). */
   revisionAnswers: StampedCache<RevisionAnswer>;
+  /** Completed parse jobs' answers, by job id, with the stamp of the row they were made from. */
+  jobAnswers: StampedCache<JobAnswer>;
 }
 
 export function createCaches(): Caches {
@@ -43,5 +49,6 @@ export function createCaches(): Caches {
     compiledDrafts: new StampedCache<Compiled>(COMPILED_FORMS_BYTES),
     formContent: new StampedCache(CONTENT_CACHE_BYTES),
     revisionAnswers: new StampedCache(REVISION_ANSWERS_BYTES),
+    jobAnswers: new StampedCache(JOB_ANSWERS_BYTES),
   };
 }

@@ -14,6 +14,22 @@ export async function getParseJobRow(db: Kysely<Database>, documentId: string, j
   return row;
 }
 
+/** A parse job of a document without its result (`result` is null: read the row for it); 404 when there is none. */
+export async function getParseJobHead(db: Kysely<Database>, documentId: string, jobId: string): Promise<JobRow> {
+  const row = await db
+    .selectFrom('jobs')
+    .select([
+      'id', 'kind', 'workspace_id', 'document_id', 'status', 'attempts', 'max_attempts', 'run_at', 'lease_owner', 'lease_expires_at', 'params',
+      'error_code', 'error_message', 'applied', 'progress_done', 'progress_total', 'created_at', 'started_at', 'completed_at', 'updated_at',
+    ]) // prettier-ignore
+    .where('id', '=', jobId)
+    .where('document_id', '=', documentId)
+    .where('kind', '=', PARSE_JOB)
+    .executeTakeFirst();
+  if (!row) throw notFound('Parse job');
+  return { ...row, result: null };
+}
+
 /** A parse job of a document, locked for the rest of the transaction (404 when there is none). */
 export async function lockParseJobRow(trx: Transaction<Database>, dialect: Dialect, documentId: string, jobId: string): Promise<JobRow> {
   const job = await forUpdate(

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
 import fs from 'node:fs';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
@@ -94,6 +95,17 @@ describe('parse jobs', () => {
     assert.equal(done.status, 'completed');
     assert.equal(done.result.applied, null);
     assert.equal((await fieldsOf(doc)).length, 1, 'preview changes nothing');
+    // A completed job is sent as any answer: compressed as accepted, tagged, revalidated.
+    const url = `/api/v1/documents/${doc}/parse-jobs/${job.id}`;
+    const plain = await ctx.app.inject({ method: 'GET', url, headers });
+    const [br, gzip] = await Promise.all(['br', 'gzip'].map((encoding) => ctx.app.inject({ method: 'GET', url, headers: { ...headers, 'accept-encoding': encoding } })));
+    assert.deepEqual(plain.json().data, done);
+    assert.equal(br!.headers['content-encoding'], 'br');
+    assert.equal(zlib.brotliDecompressSync(br!.rawPayload).toString(), plain.body);
+    assert.equal(gzip!.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(gzip!.rawPayload).toString(), plain.body);
+    for (const res of [br!, gzip!]) assert.equal(res.headers.etag, plain.headers.etag);
+    assert.equal((await ctx.app.inject({ method: 'GET', url, headers: { ...headers, 'if-none-match': String(plain.headers.etag) } })).statusCode, 304);
 
     const tooSure = await start(doc, { applyMode: 'preview' });
     await finished(doc, tooSure.id);
@@ -110,8 +122,12 @@ describe('parse jobs', () => {
     assert.equal(applied.deletedFieldIds.length, fillable().length, 'every field of the draft went first, mine included');
     assert.ok(applied.deletedFieldIds.includes(mine.id));
     assert.deepEqual((await fieldsOf(doc)).map((f) => f.id).sort(), [...applied.createdFieldIds].sort());
-    const polled = (await send('GET', `/documents/${doc}/parse-jobs/${job.id}`)).json().data;
+    // Applied: the same job answers anew (its kept answer was of the state before), with a new tag.
+    const polledRes = await send('GET', `/documents/${doc}/parse-jobs/${job.id}`);
+    const polled = polledRes.json().data;
     assert.deepEqual(polled.result.applied.createdFieldIds, applied.createdFieldIds);
+    assert.notEqual(polledRes.headers.etag, plain.headers.etag);
+    assert.deepEqual({ ...polled, result: { ...polled.result, applied: null } }, done);
   });
 
   it('a job that has not completed cannot be applied; engines and bodies are checked', async () => {

@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { applyParseJob } from '../../services/parse-jobs/apply.js';
-import { getParseJob } from '../../services/parse-jobs/get.js';
+import { readParseJob } from '../../services/parse-jobs/get.js';
 import { startParseJob } from '../../services/parse-jobs/start.js';
+import { tagOfAnswer } from '../conditional.js';
 import { documentId, pathId } from '../params.js';
+import { sendShared } from '../precompressed.js';
 import { principalOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
 import { IdParams, NoQuery, Ok, responses } from '../schemas/common.js';
@@ -26,9 +28,14 @@ export function parseJobRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.get<{ Params: Static<typeof ParseJobParams> }>('/documents/:id/parse-jobs/:jobId', {
     config: { grants: ['documents:read'] },
     schema: { tags, summary: 'Poll a parse job', params: ParseJobParams, querystring: NoQuery, response: responses(200, Ok(ParseJobSchema)) },
-    handler: async (request) => {
-      const job = await getParseJob(deps, principalOf(request), { documentId: documentId(request.params.id), jobId: pathId('Parse job', request.params.jobId) });
-      return { success: true, data: job };
+    handler: async (request, reply) => {
+      const input = { documentId: documentId(request.params.id), jobId: pathId('Parse job', request.params.jobId) };
+      const read = await readParseJob(deps, principalOf(request), input, (view) => reply.serialize({ success: true, data: view }) as string, tagOfAnswer);
+      if ('view' in read) return { success: true, data: read.view };
+      // A completed job: its answer made once, then tagged and compressed once for every poll
+      // (conditional.ts reads no tag from compressed bytes; precompressed.ts).
+      reply.header('etag', read.answer.etag);
+      return sendShared(request, reply, read.answer.body, '', () => read.answer.body);
     },
   });
 
