@@ -3,8 +3,6 @@ import { ByteLru } from '../domain/byte-lru.js';
 import type { CompiledLogic } from '../domain/logic.js';
 import type { FormRow } from '../store/schema.js';
 import { StampedCache } from './draft-cache.js';
-import type { JobAnswer } from './parse-jobs/get.js';
-import type { RevisionAnswer } from './read-revision.js';
 
 /**
  * Compiled forms kept for `POST /evaluate`, per server, each cache up to about this many bytes of
@@ -26,6 +24,12 @@ const REVISION_ANSWERS_BYTES = 64 * 1024 * 1024;
 /** Bytes of completed parse jobs' answers kept for `GET …/parse-jobs/{jobId}`, per server. */
 const JOB_ANSWERS_BYTES = 32 * 1024 * 1024;
 
+/** A whole answer kept as sent (JSON) with its ETag: a revision's, a completed parse job's. */
+export interface CachedAnswer {
+  body: Buffer;
+  etag: string;
+}
+
 /** A form's questions and show/hide logic, ready to check answers and evaluate. */
 export interface Compiled {
   questions: AnswerQuestions;
@@ -38,9 +42,9 @@ export interface Caches {
   compiledDrafts: StampedCache<Compiled>;
   formContent: StampedCache<{ json: Buffer; questionCount: number; row: FormRow }>;
   /** By `<kind>:<revision id>`, all of one stamp (a revision never changes). */
-  revisionAnswers: StampedCache<RevisionAnswer>;
+  revisionAnswers: StampedCache<CachedAnswer>;
   /** Completed parse jobs' answers, by job id, with the stamp of the row they were made from. */
-  jobAnswers: StampedCache<JobAnswer>;
+  jobAnswers: StampedCache<CachedAnswer>;
 }
 
 export function createCaches(): Caches {

@@ -2,13 +2,8 @@ import { notFound } from '../domain/errors.js';
 import { upgradeFormSnapshotText } from '../domain/legacy-options.js';
 import { yieldToLoop } from '../domain/yield.js';
 import { findRevision, revisionSnapshot, type RevisionKind } from '../store/revisions.js';
+import type { CachedAnswer } from './caches.js';
 import type { Deps, Principal } from './deps.js';
-
-/** The whole answer of `GET …/revisions/{version}` (JSON), as sent, and its ETag. */
-export interface RevisionAnswer {
-  body: Buffer;
-  etag: string;
-}
 
 /**
  * `GET /forms/{id}/revisions/{version}` and `GET /documents/{id}/revisions/{version}`: the revision
@@ -22,7 +17,7 @@ export async function readRevisionAnswer(
   principal: Principal,
   input: { kind: RevisionKind; parentId: string; version: number | null },
   tagOf: (body: Buffer) => string,
-): Promise<RevisionAnswer> {
+): Promise<CachedAnswer> {
   const { store, caches } = deps;
   const revision = await findRevision(store.db, input.kind, principal.workspaceId, input.parentId, input.version);
   const kept = await caches.revisionAnswers.get(`${input.kind}:${revision.id}`, '', async () => {

@@ -2,18 +2,13 @@ import { notFound } from '../../domain/errors.js';
 import { yieldToLoop } from '../../domain/yield.js';
 import { liveDocuments } from '../../store/live.js';
 import { getParseJobHead, getParseJobRow } from '../../store/parse-jobs.js';
+import type { CachedAnswer } from '../caches.js';
 import type { Deps, Principal } from '../deps.js';
 import { toParseJob, type ParseJobView } from './view.js';
 
 async function assertDocument(deps: Deps, principal: Principal, documentId: string): Promise<void> {
   const document = await liveDocuments(deps.store.db, principal.workspaceId).select('id').where('id', '=', documentId).executeTakeFirst();
   if (!document) throw notFound('Document');
-}
-
-/** A completed job's whole answer as sent (JSON) and its ETag. */
-export interface JobAnswer {
-  body: Buffer;
-  etag: string;
 }
 
 /**
@@ -30,7 +25,7 @@ export async function readParseJob(
   input: { documentId: string; jobId: string },
   encode: (view: ParseJobView) => string,
   tagOf: (body: Buffer) => string,
-): Promise<{ view: ParseJobView } | { answer: JobAnswer }> {
+): Promise<{ view: ParseJobView } | { answer: CachedAnswer }> {
   const { store, clock, caches } = deps;
   await assertDocument(deps, principal, input.documentId);
   const head = await getParseJobHead(store.db, input.documentId, input.jobId);
