@@ -3,6 +3,15 @@ import { MIME } from '../files/analyze.js';
 import type { DocumentView } from '../store/documents.js';
 import type { RouteDeps } from './route-deps.js';
 
+/** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
+export function cleanFilename(raw: string | undefined): string {
+  const base = (raw ?? '').split(/[\\/]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex
+  // Control characters, and bidirectional overrides that could disguise the name's extension.
+  const clean = base.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
+  return [...clean].slice(0, 255).join('') || 'document';
+}
+
 /** `attachment; filename="…"` with an ASCII fallback and the exact name in RFC 5987 form. */
 export function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');

@@ -7,7 +7,7 @@ import { HashThreadFailed, sha256Counter } from '../blobs/sha256.js';
 import { AppError } from '../domain/errors.js';
 import type { Store } from '../store/db.js';
 import { claimKey, finishKey, releaseKey, renewKey, sweepKeys } from '../store/idempotency.js';
-import { cleanFilename } from './routes/documents.js';
+import { cleanFilename } from './document-answer.js';
 
 /**
  * `Idempotency-Key` on every POST (API.md, Integration conveniences; Stripe's convention). The key

@@ -45,9 +45,10 @@ function compress(encoding: Encoding, body: Buffer): Promise<Buffer> {
 
 /**
  * Sends `body()` (JSON) compressed from what is kept for `owner` and `variant` when the request
- * accepts a compression, else as it is. `body` is only called when its bytes are needed.
+ * accepts a compression, else as it is. `body` is only called when its bytes are needed. At most
+ * `maxVariants` compressed answers are kept per owner (the oldest out first).
  */
-export async function sendShared(request: FastifyRequest, reply: FastifyReply, owner: object, variant: string, body: () => Buffer): Promise<FastifyReply> {
+export async function sendShared(request: FastifyRequest, reply: FastifyReply, owner: object, variant: string, body: () => Buffer, maxVariants = MAX_VARIANTS): Promise<FastifyReply> {
   reply.type('application/json; charset=utf-8');
   const encoding = chosenEncoding(request);
   if (encoding === null) return reply.send(body());
@@ -60,7 +61,7 @@ export async function sendShared(request: FastifyRequest, reply: FastifyReply, o
     if (bytes.length < COMPRESS_THRESHOLD) return reply.send(bytes);
     if (!variants) kept.set(owner, (variants = new Map()));
     // Oldest out first: a form's own JSON changes only with a new stamp, so more are rare.
-    if (variants.size >= MAX_VARIANTS) variants.delete(variants.keys().next().value!);
+    while (variants.size >= maxVariants) variants.delete(variants.keys().next().value!);
     const made = compress(encoding, bytes);
     const mine = variants;
     mine.set(key, made);

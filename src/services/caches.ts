@@ -21,6 +21,9 @@ const CONTENT_CACHE_BYTES = 64 * 1024 * 1024;
  */
 const REVISION_ANSWERS_BYTES = 64 * 1024 * 1024;
 
+/** Bytes of documents' fields kept as JSON for `GET /documents/{id}`, per server. */
+const DOCUMENT_FIELDS_BYTES = 64 * 1024 * 1024;
+
 /** Bytes of completed parse jobs' answers kept for `GET …/parse-jobs/{jobId}`, per server. */
 const JOB_ANSWERS_BYTES = 32 * 1024 * 1024;
 
@@ -43,6 +46,8 @@ export interface Caches {
   formContent: StampedCache<{ json: Buffer; questionCount: number; row: FormRow }>;
   /** By `<kind>:<revision id>`, all of one stamp (a revision never changes). */
   revisionAnswers: StampedCache<CachedAnswer>;
+  /** Documents' fields as JSON, by document id, with the stamp of the document they were read at. */
+  documentFields: StampedCache<Buffer>;
   /** Completed parse jobs' answers, by job id, with the stamp of the row they were made from. */
   jobAnswers: StampedCache<CachedAnswer>;
 }
@@ -54,5 +59,6 @@ export function createCaches(): Caches {
     formContent: new StampedCache(CONTENT_CACHE_BYTES),
     revisionAnswers: new StampedCache(REVISION_ANSWERS_BYTES),
     jobAnswers: new StampedCache(JOB_ANSWERS_BYTES),
+    documentFields: new StampedCache(DOCUMENT_FIELDS_BYTES),
   };
 }

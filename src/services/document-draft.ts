@@ -1,5 +1,4 @@
 import type { Transaction } from 'kysely';
-import { isoNow } from '../domain/clock.js';
 import { AppError } from '../domain/errors.js';
 import { markDocumentChanged } from '../store/documents.js';
 import { lockLiveDocument } from '../store/live.js';
@@ -26,7 +25,7 @@ export async function editDocumentDraft<T>(
     const result = await work(trx, document);
     const unchanged = typeof result === 'object' && result !== null && (result as { changed?: boolean }).changed === false;
     if (!unchanged) {
-      await markDocumentChanged(trx, documentId, isoNow(clock));
+      await markDocumentChanged(trx, document, clock.now());
       await documentUpdated(trx, workspaceId, documentId);
     }
     return result;

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import { isoNow, type Clock } from '../domain/clock.js';
+import type { Clock } from '../domain/clock.js';
 import { AppError } from '../domain/errors.js';
 import {
   definitionHash,
@@ -218,7 +218,7 @@ export async function publishDocumentLocked(
   if (row.current_version !== null && !row.has_unpublished_changes) return null;
   const fields = await listFields(trx, row.id);
   const version = nextVersion(row);
-  const now = isoNow(clock);
+  const now = nextStamp(row.updated_at, clock.now());
   const document = toDocument({ ...row, status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now });
   const snapshot: DocumentSnapshot = { document, fields };
   const definition = documentDefinition(snapshot);

@@ -1,8 +1,7 @@
-import { isoNow } from '../domain/clock.js';
 import { AppError } from '../domain/errors.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
 import { toDocument, updateDocumentRow, type DocumentView } from '../store/documents.js';
-import { lockLiveDocument } from '../store/live.js';
+import { lockLiveDocument, nextStamp } from '../store/live.js';
 import { withVersionRetry } from '../store/revisions.js';
 import type { DocumentRow } from '../store/schema.js';
 import type { Deps, Principal } from './deps.js';
@@ -40,7 +39,7 @@ export async function updateDocument(
     if (patch.status !== undefined && patch.status !== current && patch.status !== 'published') changes.status = patch.status;
     let updated = row;
     if (Object.keys(changes).length > 0) {
-      changes.updated_at = isoNow(clock);
+      changes.updated_at = nextStamp(row.updated_at, clock.now());
       await updateDocumentRow(trx, id, changes);
       updated = { ...row, ...changes };
       await documentUpdated(trx, workspaceId, id);

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { notFound } from '../domain/errors.js';
 import type { Status } from '../domain/status.js';
-import { liveDocuments } from './live.js';
+import { liveDocuments, nextStamp } from './live.js';
 import type { Page } from './page.js';
 import type { Database, DocumentRow } from './schema.js';
 
@@ -83,9 +83,13 @@ export async function updateDocumentRow(trx: Transaction<Database>, id: string, 
   await trx.updateTable('documents').set(changes).where('id', '=', id).execute();
 }
 
-/** Marks a document's draft changed (its row locked by the caller). */
-export async function markDocumentChanged(trx: Transaction<Database>, id: string, now: string): Promise<void> {
-  await trx.updateTable('documents').set({ has_unpublished_changes: 1, updated_at: now }).where('id', '=', id).execute();
+/**
+ * Marks a document's draft changed (its row locked by the caller), moving its stamp forward
+ * (`nextStamp`: later than the one it had, even within one millisecond), so that the stamp is the
+ * draft's version: ETags, `If-Match` and the fields kept per stamp (src/services/read-document.ts) rely on it.
+ */
+export async function markDocumentChanged(trx: Transaction<Database>, row: Pick<DocumentRow, 'id' | 'updated_at'>, now: number): Promise<void> {
+  await trx.updateTable('documents').set({ has_unpublished_changes: 1, updated_at: nextStamp(row.updated_at, now) }).where('id', '=', row.id).execute();
 }
 
 /** Hides a live document (soft delete); 404 when there is none. */

@@ -14,7 +14,7 @@ import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
 import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { PdfAnalyzer } from '../../src/files/pdf.js';
 import { contentDisposition } from '../../src/http/document-answer.js';
-import { cleanFilename } from '../../src/http/routes/documents.js';
+import { cleanFilename } from '../../src/http/document-answer.js';
 import { corpusFiles, makeDocx } from '../helpers/files.js';
 import { pdfHelperPids } from '../helpers/processes.js';
 

