@@ -13,6 +13,9 @@
  *   workspace's share), for 20 s.
  * - 9: 100 JSON bodies of just under 1 MiB at once, by A, of shapes no request needs: 524,000
  *   nested arrays (9), 60,000 snake_case keys (9b), 262,000 empty objects (9c).
+ * - 10: 100 reads at once of the OpenAPI document (`GET /api/v1/openapi.json`, no key needed)
+ *   with `Accept-Encoding: br`, three times; 10b and 10c: the same at `/docs/json` and `/docs/yaml`
+ *   (the reference's copies).
  * (Item 13, immediate revocation, is no attack: its cost is in bench:http.)
  *
  *   npm run build && node --import tsx bench/stall-http.ts
@@ -21,6 +24,7 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { createStore } from '../src/store/db.js';
@@ -174,6 +178,36 @@ async function jsonFlood(server: StallServer, body: string): Promise<{ outcome: 
   };
 }
 
+/** `GET <url>` without a key, 100 at a time with `Accept-Encoding: br` (sent compressed, or not when `compressed` is false), three times. */
+async function openApiReads(server: StallServer, url: string, compressed = true): Promise<{ outcome: string; ok: boolean }> {
+  const plain = await fetch(`${server.base}${url}`, { headers: { 'x-no-compression': '1' } });
+  const size = (await plain.arrayBuffer()).byteLength;
+  const times: number[] = [];
+  let sent = 0;
+  let failed = 0;
+  const readOnce = () =>
+    new Promise<void>((resolve) => {
+      const started = performance.now();
+      const request = http.get(`${server.base}${url}`, { headers: { 'accept-encoding': 'br' } }, (response) => {
+        let bytes = 0;
+        response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        response.on('end', () => {
+          if (response.statusCode !== 200 || (response.headers['content-encoding'] === 'br') !== compressed) failed++;
+          sent = bytes;
+          times.push(performance.now() - started);
+          resolve();
+        });
+      });
+      request.on('error', () => (failed++, resolve()));
+    });
+  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 100 }, readOnce));
+  const sorted = [...times].sort((a, b) => a - b);
+  return {
+    outcome: `${(size / 1024).toFixed(0)} KiB, ${(sent / 1024).toFixed(0)} KiB sent; 300 reads (median ${sorted[150]!.toFixed(0)} ms, worst ${sorted[299]!.toFixed(0)} ms), ${failed} not 200 ${compressed ? 'br' : 'uncompressed'}`,
+    ok: failed === 0,
+  };
+}
+
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 
 async function main(): Promise<void> {
@@ -219,6 +253,9 @@ async function main(): Promise<void> {
   await run('9 100 JSON bodies at once: 524,000 nested arrays', (server) => jsonFlood(server, `${'['.repeat(524_000)}${']'.repeat(524_000)}`));
   await run('9b 100 JSON bodies at once: 60,000 snake_case keys', (server) => jsonFlood(server, `{${Array.from({ length: 60_000 }, (_, i) => `"k_${i}":1`).join(',')}}`));
   await run('9c 100 JSON bodies at once: 262,000 empty objects', (server) => jsonFlood(server, `[${Array(262_000).fill('{}').join(',')}]`));
+  await run('10 the OpenAPI document read 100 at a time with Accept-Encoding: br, three times (no key)', (server) => openApiReads(server, '/api/v1/openapi.json'));
+  await run('10b the same at /docs/json', (server) => openApiReads(server, '/docs/json'));
+  await run('10c the same at /docs/yaml', (server) => openApiReads(server, '/docs/yaml'));
 
   const ok = printReport(rows, `HTTP and lock attacks on ${BENCH_DB}`);
   process.exit(ok ? 0 : 1);

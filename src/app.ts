@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type preValidationHookHandler } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type preValidationHookHandler } from 'fastify';
 import compress from '@fastify/compress';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
@@ -41,7 +41,7 @@ import { createLogger } from './log.js';
 import { makeClientErrorHandler } from './http/raw-answers.js';
 import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
 import { registerIdempotency } from './http/idempotency.js';
-import { BROTLI_QUALITY, COMPRESS_THRESHOLD } from './http/precompressed.js';
+import { BROTLI_QUALITY, COMPRESS_THRESHOLD, sendShared } from './http/precompressed.js';
 import { registerConditionalRequests } from './http/conditional.js';
 import { applyOperationMeta, finishOpenApi } from './http/openapi-meta.js';
 import { registerMetrics } from './http/metrics.js';
@@ -320,14 +320,37 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // The same settings as the answers compressed once for many requests (precompressed.ts).
     brotliOptions: { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY } },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // The OpenAPI document (563 KiB of JSON), made once per server and compressed once per encoding
+  // for every reader: it needs no key, and made, serialised and compressed per request, 100 reads at
+  // once held other clients for about a second (bench/stall-http.ts, attack 10). Its YAML form (for
+  // the reference at /docs) is made at its first read and kept, and compressed once as well.
+  let specJson: Buffer | undefined;
+  let specYaml: Buffer | undefined;
+  const sendSpecJson = (request: FastifyRequest, reply: FastifyReply) => {
+    specJson ??= Buffer.from(JSON.stringify(app.swagger()));
+    return sendShared(request, reply, specJson, '', () => specJson!);
+  };
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiHooks: {
+      // The reference's own copies of the document, answered from the same bytes.
+      onRequest: async (request, reply) => {
+        const route = request.routeOptions.url;
+        if (route === '/docs/json') return sendSpecJson(request, reply);
+        if (route === '/docs/yaml') {
+          specYaml ??= Buffer.from(String(app.swagger({ yaml: true })));
+          return sendShared(request, reply, specYaml, '', () => specYaml!, { type: 'application/x-yaml' });
+        }
+      },
+    },
+  });
   // Files are streamed part by part (request.parts()); limits are set per upload.
   await app.register(multipart, { throwFileSizeLimit: true });
 
   app.get(`${API_PREFIX}/openapi.json`, {
     config: { public: true },
     schema: { response: { 200: { type: 'object', description: 'The OpenAPI 3.1 document', additionalProperties: true } } },
-  }, async () => app.swagger());
+  }, sendSpecJson);
   // One dependencies object for every route module and every use case (src/services/).
   const routeDeps: RouteDeps = {
     store: deps.store,

@@ -335,7 +335,10 @@ export interface FinishOptions {
 
 /** The document as served: see the module comment. Mutates and returns `spec`. */
 export function finishOpenApi(spec: Json, options: FinishOptions = {}): Json {
-  const info = spec.info as Json;
+  // A new object: `spec.info` is the plugin's own option, and the document is made again for each
+  // form (JSON, YAML), so changing it in place would append this text once more every time.
+  const info: Json = { ...(spec.info as Json) };
+  spec.info = info;
   info.description = `${String(info.description ?? '')}
 
 Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\` and \`X-Request-Id\`. JSON bodies are at most 1,048,576 bytes (1 MiB; \`413 payload_too_large\`); unknown keys are refused, and snake_case spellings of keys are accepted. Every POST takes an \`Idempotency-Key\`; single-resource GETs and PUT answers carry an \`ETag\` (\`If-None-Match\`, \`If-Match\`). JSON answers above 1 KiB are compressed (br, gzip) when the request accepts it. Errors: \`{ "success": false, "error", "hint", "code" }\`.`.trim();

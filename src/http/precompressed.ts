@@ -44,12 +44,19 @@ function compress(encoding: Encoding, body: Buffer): Promise<Buffer> {
 }
 
 /**
- * Sends `body()` (JSON) compressed from what is kept for `owner` and `variant` when the request
- * accepts a compression, else as it is. `body` is only called when its bytes are needed. At most
- * `maxVariants` compressed answers are kept per owner (the oldest out first).
+ * Sends `body()` (JSON, or of `type`) compressed from what is kept for `owner` and `variant` when
+ * the request accepts a compression, else as it is. `body` is only called when its bytes are
+ * needed. At most `maxVariants` compressed answers are kept per owner (the oldest out first).
  */
-export async function sendShared(request: FastifyRequest, reply: FastifyReply, owner: object, variant: string, body: () => Buffer, maxVariants = MAX_VARIANTS): Promise<FastifyReply> {
-  reply.type('application/json; charset=utf-8');
+export async function sendShared(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  owner: object,
+  variant: string,
+  body: () => Buffer,
+  { maxVariants = MAX_VARIANTS, type = 'application/json; charset=utf-8' }: { maxVariants?: number; type?: string } = {},
+): Promise<FastifyReply> {
+  reply.type(type);
   const encoding = chosenEncoding(request);
   if (encoding === null) return reply.send(body());
   const key = `${encoding}\n${variant}`;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { OPERATIONS, undocumentedRoutes } from '../../src/http/openapi-meta.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -17,6 +18,31 @@ describe('OpenAPI document', () => {
 
   const operations = () =>
     Object.entries(spec.paths as Record<string, Record<string, Json>>).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
+
+  it('the same document at every address and in every form, however often it is read: compressed as accepted, and the YAML of it', async () => {
+    const get = (url: string, headers: Record<string, string> = {}) => ctx.app.inject({ method: 'GET', url, headers });
+    const plain = await get('/api/v1/openapi.json');
+    assert.deepEqual(plain.json(), spec);
+    // The YAML form is made from the document again: that must not change the document (its
+    // description once grew by a paragraph every time).
+    const yaml = await get('/docs/yaml');
+    assert.equal(yaml.statusCode, 200);
+    assert.match(String(yaml.headers['content-type']), /^application\/x-yaml/);
+    assert.equal((yaml.body.match(/Every answer under \/api\/v1 carries/g) ?? []).length, 1);
+    assert.equal((await get('/docs/yaml')).body, yaml.body);
+    const yamlBr = await get('/docs/yaml', { 'accept-encoding': 'br' });
+    assert.equal(zlib.brotliDecompressSync(yamlBr.rawPayload).toString(), yaml.body);
+    for (const url of ['/api/v1/openapi.json', '/docs/json']) {
+      const again = await get(url);
+      assert.equal(again.body, plain.body, url);
+      const br = await get(url, { 'accept-encoding': 'br' });
+      assert.equal(br.headers['content-encoding'], 'br', url);
+      assert.equal(zlib.brotliDecompressSync(br.rawPayload).toString(), plain.body, url);
+      const gzip = await get(url, { 'accept-encoding': 'gzip' });
+      assert.equal(zlib.gunzipSync(gzip.rawPayload).toString(), plain.body, url);
+    }
+    assert.equal((spec.info.description.match(/Every answer under \/api\/v1 carries/g) ?? []).length, 1);
+  });
 
   it('every route has an operationId: none is left out of OPERATIONS (or named by its own schema)', () => {
     assert.deepEqual([...undocumentedRoutes], []);

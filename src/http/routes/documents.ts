@@ -193,7 +193,7 @@ export function documentRoutes(app: FastifyInstance, deps: RouteDeps): void {
       reply.header('etag', tagOfStamp(row.id, row.updated_at));
       // Compressed once for the reads that share the parts around the fields (the same downloadUrl,
       // within a second); those of the two latest are kept.
-      return sendShared(request, reply, fields, head + tail, () => Buffer.concat([Buffer.from(head), fields, Buffer.from(tail)]), 2);
+      return sendShared(request, reply, fields, head + tail, () => Buffer.concat([Buffer.from(head), fields, Buffer.from(tail)]), { maxVariants: 2 });
     },
   });
 
