@@ -28,6 +28,8 @@ import { BlobNotFound, checkHash, markStoreUnavailable, SHA256, type BlobStore, 
 /** Multipart parts of 5 MiB (S3's least), two in flight: at most 10 MiB of a file in memory, whatever its size. */
 const PART_BYTES = 5 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 2;
+/** Presigned URLs kept for the second they were made in, at most (a bound on memory). */
+const MAX_SIGNED_PER_SECOND = 10_000;
 /** S3 allows no more parts in one upload. */
 const MAX_PARTS = 10_000;
 /** The largest object CopyObject copies in one request (S3's limit: 5 GiB). */
@@ -57,6 +59,9 @@ export class S3BlobStore implements BlobStore {
   readonly kind = 's3';
   readonly client: S3Client;
   private readonly copyLimit: number;
+  /** Presigned URLs made in second `signedSecond`, by what they sign. */
+  private readonly signed = new Map<string, Promise<string>>();
+  private signedSecond = -1;
 
   constructor(
     private readonly config: S3Config,
@@ -254,13 +259,31 @@ export class S3BlobStore implements BlobStore {
   }
 
   async presign(sha256: string, options: PresignOptions): Promise<string> {
+    // A URL signed twice within one second is the same URL (a SigV4 date is to the second): kept
+    // for the second it was made in, so that a burst of reads (a list of 100 documents read 100
+    // times at once: 10,000 URLs of ~0.35 ms each) signs each URL once.
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.signedSecond) {
+      this.signed.clear();
+      this.signedSecond = second;
+    }
+    const key = `${sha256}\n${options.expiresInS}\n${options.contentType}\n${options.contentDisposition}`;
+    const kept = this.signed.get(key);
+    if (kept !== undefined) return kept;
     const command = new GetObjectCommand({
       Bucket: this.config.bucket,
       Key: this.key(sha256),
       ResponseContentType: options.contentType,
       ResponseContentDisposition: options.contentDisposition,
     });
-    return getSignedUrl(this.client, command, { expiresIn: options.expiresInS });
+    // Kept while it is being signed, too: requests that ask at once share one signing.
+    const url = getSignedUrl(this.client, command, { expiresIn: options.expiresInS });
+    if (this.signed.size < MAX_SIGNED_PER_SECOND) {
+      const signed = this.signed;
+      signed.set(key, url);
+      url.catch(() => signed.get(key) === url && signed.delete(key));
+    }
+    return url;
   }
 
   async check(): Promise<void> {

@@ -181,6 +181,22 @@ for (const kind of KINDS) {
       assert.equal(res.headers.get('content-type'), 'application/pdf');
       assert.equal(res.headers.get('content-disposition'), 'attachment; filename="a.pdf"');
       assert.ok(Buffer.from(await res.arrayBuffer()).equals(bytes));
+      // Signed once a second: within one second the same URL; in the next, a URL of its own.
+      const options = { expiresInS: 60, contentType: 'application/pdf', contentDisposition: 'attachment; filename="a.pdf"' };
+      const second = () => Math.floor(Date.now() / 1000);
+      let pair: [string | null, string | null, number, number];
+      do {
+        const before = second();
+        pair = [await blobs.presign(sha, options), await blobs.presign(sha, options), before, second()];
+      } while (pair[2] !== pair[3]);
+      assert.equal(pair[0], pair[1]);
+      await new Promise((r) => setTimeout(r, 1050 - (Date.now() % 1000)));
+      const next = await blobs.presign(sha, options);
+      assert.notEqual(next, pair[0]);
+      assert.equal(new URL(next!).searchParams.get('X-Amz-Expires'), '60');
+      const other = await blobs.presign(sha, { ...options, contentDisposition: 'attachment; filename="b.pdf"' });
+      assert.match(decodeURIComponent(new URL(other!).searchParams.get('response-content-disposition') ?? ''), /b\.pdf/);
+      assert.equal((await fetch(next!)).status, 200);
     });
 
     it('sweeps what interrupted puts left (nothing here) without error', async () => {
