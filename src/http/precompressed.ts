@@ -2,6 +2,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { negotiate } from '@fastify/accept-negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { parseTags } from './conditional.js';
 
 /**
  * Large answers that many requests share (a form with its content: up to 2 MiB of JSON), sent
@@ -24,6 +25,7 @@ export const BROTLI_QUALITY = 4;
 const ENCODINGS = ['br', 'gzip'] as const;
 type Encoding = (typeof ENCODINGS)[number];
 const MAX_VARIANTS = 8;
+const NOTHING = Buffer.alloc(0);
 
 const brotli = promisify(zlib.brotliCompress);
 const gzip = promisify(zlib.gzip);
@@ -57,6 +59,14 @@ export async function sendShared(
   { maxVariants = MAX_VARIANTS, type = 'application/json; charset=utf-8' }: { maxVariants?: number; type?: string } = {},
 ): Promise<FastifyReply> {
   reply.type(type);
+  // Revalidated with the tag the handler set: the tag hook answers 304 (conditional.ts), so
+  // nothing is built or compressed for it.
+  const tag = reply.getHeader('etag');
+  const wanted = request.headers['if-none-match'];
+  if (tag !== undefined && typeof wanted === 'string') {
+    const tags = parseTags(wanted);
+    if (tags.includes('*') || tags.includes(String(tag))) return reply.send(NOTHING);
+  }
   const encoding = chosenEncoding(request);
   if (encoding === null) return reply.send(body());
   const key = `${encoding}\n${variant}`;
@@ -68,7 +78,7 @@ export async function sendShared(
     if (bytes.length < COMPRESS_THRESHOLD) return reply.send(bytes);
     if (!variants) kept.set(owner, (variants = new Map()));
     // Oldest out first: a form's own JSON changes only with a new stamp, so more are rare.
-    while (variants.size >= maxVariants) variants.delete(variants.keys().next().value!);
+    while (variants.size >= Math.max(1, maxVariants)) variants.delete(variants.keys().next().value!);
     const made = compress(encoding, bytes);
     const mine = variants;
     mine.set(key, made);

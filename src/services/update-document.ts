@@ -2,7 +2,7 @@ import { AppError } from '../domain/errors.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
 import { toDocument, updateDocumentRow, type DocumentView } from '../store/documents.js';
 import { lockLiveDocument, nextStamp } from '../store/live.js';
-import { withVersionRetry } from '../store/revisions.js';
+import { parentStamp, withVersionRetry } from '../store/revisions.js';
 import type { DocumentRow } from '../store/schema.js';
 import type { Deps, Principal } from './deps.js';
 import { checkDocumentTitle } from './document-title.js';
@@ -47,8 +47,9 @@ export async function updateDocument(
     if (patch.status === 'published') {
       const published = await publishDocumentLocked(clock, trx, updated, publishing);
       if (published) return published.document;
-      // Nothing to publish: the draft equals its last revision (and is marked so now).
-      updated = { ...updated, has_unpublished_changes: 0 };
+      // Nothing to publish: the draft equals its last revision (and is marked so now, which moved
+      // its stamp when it was marked otherwise).
+      updated = { ...updated, has_unpublished_changes: 0, updated_at: updated.has_unpublished_changes ? await parentStamp(trx, 'document', id) : updated.updated_at };
     }
     return toDocument(updated);
   }));

@@ -3,7 +3,7 @@ import { SETTINGS_MAX_BYTES } from '../domain/limits.js';
 import { assertForwardTransition, type Status } from '../domain/status.js';
 import { questionCounts, toForm, updateFormRow, type Form, type FormPatch } from '../store/forms.js';
 import { lockLiveForm, nextStamp } from '../store/live.js';
-import { withVersionRetry } from '../store/revisions.js';
+import { parentStamp, withVersionRetry } from '../store/revisions.js';
 import { formUpdated } from './events.js';
 import type { Deps, Principal } from './deps.js';
 import { attributeChanges, optionsOf, prepareFormPublish, publishFormLocked, stillPrepared } from './publish.js';
@@ -48,8 +48,9 @@ export async function updateForm(deps: Deps, principal: Principal, input: { form
     if (status === 'published') {
       const published = await publishFormLocked(clock, trx, updated, publishing, ready);
       if (published) return published.form;
-      // Nothing to publish: the draft equals its last revision (and is marked so now).
-      updated = { ...updated, has_unpublished_changes: 0 };
+      // Nothing to publish: the draft equals its last revision (and is marked so now, which moved
+      // its stamp when it was marked otherwise).
+      updated = { ...updated, has_unpublished_changes: 0, updated_at: updated.has_unpublished_changes ? await parentStamp(trx, 'form', id) : updated.updated_at };
     }
     const count = (await questionCounts(trx, [id])).get(id) ?? 0;
     return toForm(updated, count);

@@ -136,7 +136,9 @@ export async function freeze(
         | undefined)
     : undefined;
   if (previous && previous.definition_hash === hash) {
-    await db.updateTable(t.parents).set({ has_unpublished_changes: 0 }).where('id', '=', parentId).execute();
+    // Nothing to publish, but the draft is now marked as its last revision: a change of what it
+    // answers, so its stamp (its ETag) moves too (`now` is later than the stamp it had).
+    await db.updateTable(t.parents).set({ has_unpublished_changes: 0, updated_at: now }).where('id', '=', parentId).execute();
     return null;
   }
   let summary = options.changesSummary ?? frozen.summary;
@@ -155,6 +157,12 @@ export async function freeze(
     .execute();
   await db.updateTable(t.parents).set({ status: 'published', current_version: version, has_unpublished_changes: 0, updated_at: now }).where('id', '=', parentId).execute();
   return toRevision(kind, { id, parent_id: parentId, version, published_at: now, published_by: options.keyId, changes_summary: summary });
+}
+
+/** The stamp (`updated_at`) of a form or document, read in `trx` (after a publish that found nothing to publish moved it). */
+export async function parentStamp(trx: Transaction<Database>, kind: RevisionKind, parentId: string): Promise<string> {
+  const row = (await (trx as Transaction<any>).selectFrom(TABLES[kind].parents).select('updated_at').where('id', '=', parentId).executeTakeFirstOrThrow()) as { updated_at: string };
+  return row.updated_at;
 }
 
 // ---- reading ---------------------------------------------------------------------------------

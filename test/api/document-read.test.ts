@@ -88,6 +88,32 @@ describe('reading a document with its fields', () => {
     assert.equal((await get(id)).json().data.fields.length, 29);
   });
 
+  it('a publish that finds nothing to publish still clears the flag, under a new tag', async () => {
+    const id = await newDocument(3);
+    const field = (await get(id)).json().data.fields[0];
+    assert.equal((await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${id}/publish`, headers })).statusCode, 201);
+    for (const label of ['B', field.label]) {
+      const put = await ctx.app.inject({ method: 'PUT', url: `/api/v1/documents/${id}/fields/${field.id}`, headers, payload: { label } });
+      assert.equal(put.statusCode, 200, put.body);
+    }
+    const changed = await get(id);
+    assert.equal(changed.json().data.hasUnpublishedChanges, true);
+    const publish = await ctx.app.inject({ method: 'POST', url: `/api/v1/documents/${id}/publish`, headers });
+    assert.equal(publish.statusCode, 409, publish.body);
+    assert.equal(publish.json().code, 'no_changes');
+    const after = await get(id, { 'if-none-match': String(changed.headers.etag) });
+    assert.equal(after.statusCode, 200, 'the tag moved with the flag');
+    assert.equal(after.json().data.hasUnpublishedChanges, false);
+    // The same through PUT: its answer carries the state and tag a read then gives.
+    for (const label of ['C', field.label]) await ctx.app.inject({ method: 'PUT', url: `/api/v1/documents/${id}/fields/${field.id}`, headers, payload: { label } });
+    const put = await ctx.app.inject({ method: 'PUT', url: `/api/v1/documents/${id}`, headers, payload: { status: 'published' } });
+    assert.equal(put.statusCode, 200, put.body);
+    assert.equal(put.json().data.hasUnpublishedChanges, false);
+    const read = await get(id);
+    assert.equal(put.json().data.updatedAt, read.json().data.updatedAt);
+    assert.equal(put.headers.etag, read.headers.etag);
+  });
+
   it('the downloadUrl is made at each read: a later second gets its own, compressed as well', async () => {
     const id = await newDocument(40);
     const first = await get(id, { 'accept-encoding': 'br' });

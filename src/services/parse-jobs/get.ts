@@ -30,9 +30,9 @@ export async function readParseJob(
   await assertDocument(deps, principal, input.documentId);
   const head = await getParseJobHead(store.db, input.documentId, input.jobId);
   if (head.status !== 'completed') return { view: toParseJob(head, clock.now()) };
-  // Every change of a job moves `updated_at`; `applied` is in the stamp too, should applying
-  // land within the millisecond of the completion.
-  const stamp = (row: { updated_at: string; applied: string | null }) => `${row.updated_at}\n${row.applied ?? ''}`;
+  // Every change of a job moves `updated_at`; whether it was applied (once, for good) is in the
+  // stamp too, should applying land within the millisecond of the completion.
+  const stamp = (row: { updated_at: string; applied: string | null }) => `${row.updated_at}\n${row.applied === null ? 0 : 1}`;
   const kept = await caches.jobAnswers.get(head.id, stamp(head), async () => {
     const row = await getParseJobRow(store.db, input.documentId, input.jobId);
     await yieldToLoop();
