@@ -15,12 +15,17 @@
  *   5,000 a result keeps), then its result read 100 at a time with `Accept-Encoding: br`, three
  *   times (the answers read raw).
  * - #8 the largest document: 5,000 fields (the most a document holds), read in the same way.
+ * - #9 the longest documents: 100 documents of 10,000 pages (their rows copied straight into the
+ *   database from one uploaded PDF), listed one list at a time (`GET /documents?limit=100`), 10
+ *   times: 27 MB of page sizes a list, so what one list holds the event loop for.
  *
  *   npm run build && node --import tsx bench/stall-files.ts      (FORMSIGN_TEST_DB=postgres for PostgreSQL)
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import { drawPdf, type PageSpec } from '../test/helpers/layout-pdf.js';
+import { newId } from '../src/domain/ids.js';
+import { createStore } from '../src/store/db.js';
 import { inflatingPdf, makeDocx, makePdf } from '../test/helpers/files.js';
 import { printReport, rssOf, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 
@@ -310,6 +315,37 @@ try {
         const fields = (JSON.parse(text) as { data: { fields: unknown[] } }).data.fields.length;
         const reads = await compressedReads(server, path);
         return { outcome: `${fields} fields, ${(text.length / MB).toFixed(2)} MB of JSON; ${reads.outcome}`, ok: reads.ok && fields === 5000 };
+      }),
+    );
+  }
+  const name9 = '#9 100 documents of 10,000 pages listed one list at a time (GET /documents?limit=100), 10 times';
+  if (!only || only.test(name9)) {
+    // Made before the attack: one upload, its row copied 100 times with 10,000 pages of sizes.
+    const up = await upload(server, server.keyA, 'long.pdf', onePage);
+    if (up.status !== 201) throw new Error(`upload answered ${up.status}`);
+    const store = createStore({ databaseUrl: server.databaseUrl, sqlitePath: `${server.dataDir}/formsign.sqlite` });
+    try {
+      const row = await store.db.selectFrom('documents').selectAll().where('id', '=', up.body.data!.id).executeTakeFirstOrThrow();
+      const pages = JSON.stringify(Array.from({ length: 10_000 }, () => ({ width: 612, height: 792 })));
+      for (let i = 0; i < 100; i++) await store.db.insertInto('documents').values({ ...row, id: newId(), page_count: 10_000, page_dimensions: pages }).execute();
+    } finally {
+      await store.close();
+    }
+    rows.push(
+      await attack(server, name9, async () => {
+        const times: number[] = [];
+        let bytes = 0;
+        let failed = 0;
+        for (let round = 0; round < 10; round++) {
+          const started = performance.now();
+          const res = await fetch(`${server.base}/api/v1/documents?limit=100`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } });
+          const body = await res.arrayBuffer();
+          if (res.status !== 200) failed++;
+          bytes = body.byteLength;
+          times.push(performance.now() - started);
+        }
+        const sorted = [...times].sort((a, b) => a - b);
+        return { outcome: `10 lists of ${(bytes / MB).toFixed(1)} MB each as read (fetch decompresses) (median ${sorted[5]!.toFixed(0)} ms, worst ${sorted[9]!.toFixed(0)} ms), ${failed} not 200`, ok: failed === 0 };
       }),
     );
   }

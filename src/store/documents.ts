@@ -24,7 +24,11 @@ export interface DocumentView {
   updatedAt: string;
 }
 
-export function toDocument(row: DocumentRow): DocumentView {
+/**
+ * A document's row as the API shows it. `pageDimensions`, when given, stands in for the parsed
+ * `page_dimensions` (a marker the caller replaces by the stored text: src/http/document-answer.ts).
+ */
+export function toDocument(row: DocumentRow, pageDimensions?: DocumentView['pageDimensions']): DocumentView {
   return {
     id: row.id,
     workspaceId: row.workspace_id,
@@ -35,7 +39,7 @@ export function toDocument(row: DocumentRow): DocumentView {
     sizeBytes: Number(row.size_bytes),
     sha256: row.sha256,
     pageCount: Number(row.page_count),
-    pageDimensions: JSON.parse(row.page_dimensions) as Array<{ width: number; height: number }>,
+    pageDimensions: pageDimensions ?? (JSON.parse(row.page_dimensions) as Array<{ width: number; height: number }>),
     pageSource: row.page_source,
     currentVersion: row.current_version === null ? null : Number(row.current_version),
     hasUnpublishedChanges: Boolean(row.has_unpublished_changes),
@@ -68,14 +72,14 @@ export async function listDocuments(
   workspaceId: string,
   filter: { status?: Status },
   page: Page,
-): Promise<{ items: DocumentView[]; total: number }> {
+): Promise<{ items: DocumentRow[]; total: number }> {
   let query = liveDocuments(db, workspaceId);
   if (filter.status) query = query.where('status', '=', filter.status);
   const [count, rows] = await Promise.all([
     query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
     query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
   ]);
-  return { items: rows.map(toDocument), total: Number(count.n) };
+  return { items: rows, total: Number(count.n) };
 }
 
 /** Writes `changes` to a document's row (locked by the caller). */
