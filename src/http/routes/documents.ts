@@ -26,7 +26,6 @@ import { DeleteQuery, Deleted, NoQuery, Ok, OkList, responses } from '../schemas
 import { cleanFilename, contentDisposition, presentDocument, presentDocumentJson } from '../document-answer.js';
 import { DocumentParams, DocumentSchema, DocumentWithFields, FileQuery, ListDocumentsQuery, UpdateDocumentBody } from '../schemas/documents.js';
 
-
 /**
  * Streams the multipart body: the `file` part goes to `temp` while it is hashed and counted (the
  * body is never held in memory); `title` is the only other part accepted.
