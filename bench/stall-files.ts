@@ -22,12 +22,11 @@
  *   npm run build && node --import tsx bench/stall-files.ts      (FORMSIGN_TEST_DB=postgres for PostgreSQL)
  */
 import fs from 'node:fs';
-import http from 'node:http';
-import { drawPdf, type PageSpec } from '../test/helpers/layout-pdf.js';
+import { drawPdf, LABELS_AND_RULES } from '../test/helpers/layout-pdf.js';
 import { newId } from '../src/domain/ids.js';
 import { createStore } from '../src/store/db.js';
 import { inflatingPdf, makeDocx, makePdf } from '../test/helpers/files.js';
-import { printReport, rssOf, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
+import { compressedReads, printReport, rssOf, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,34 +63,6 @@ async function finished(server: StallServer, key: string, documentId: string, jo
     if (job.status === 'completed' || job.status === 'failed') return job;
     await sleep(200);
   }
-}
-
-/** `GET <path>` as workspace A, 100 at a time with `Accept-Encoding: br`, three times (the answers read raw). */
-async function compressedReads(server: StallServer, path: string): Promise<{ outcome: string; ok: boolean }> {
-  const times: number[] = [];
-  const sizes: number[] = [];
-  let failed = 0;
-  const readOnce = () =>
-    new Promise<void>((resolve) => {
-      const started = performance.now();
-      const request = http.get(`${server.base}${path}`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } }, (response) => {
-        let bytes = 0;
-        response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        response.on('end', () => {
-          if (response.statusCode !== 200 || response.headers['content-encoding'] !== 'br') failed++;
-          sizes.push(bytes);
-          times.push(performance.now() - started);
-          resolve();
-        });
-      });
-      request.on('error', () => (failed++, resolve()));
-    });
-  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 100 }, readOnce));
-  const sorted = [...times].sort((a, b) => a - b);
-  return {
-    outcome: `${(sizes[0]! / 1024).toFixed(0)} KiB compressed; 300 reads (median ${sorted[150]!.toFixed(0)} ms, worst ${sorted[299]!.toFixed(0)} ms), ${failed} not 200 br`,
-    ok: failed === 0,
-  };
 }
 
 /** The peak RSS of the server's detection processes while `work` runs. */
@@ -263,19 +234,7 @@ try {
   );
   rows.push(
     await attack(server, '#7 a parse job result of 5,000 fields read 100 at a time with Accept-Encoding: br, three times', async () => {
-      const page: PageSpec = {
-        draw: (d) => {
-          for (let row = 0; row < 40; row++) {
-            for (let column = 0; column < 3; column++) {
-              const x = 40 + column * 190;
-              const y = 760 - row * 18;
-              d.text('Name:', x, y, 8);
-              d.rule(x + 30, x + 170, y - 1);
-            }
-          }
-        },
-      };
-      const up = await upload(server, server.keyA, 'many-fields.pdf', Buffer.from(await drawPdf(Array.from({ length: 90 }, () => page))));
+      const up = await upload(server, server.keyA, 'many-fields.pdf', Buffer.from(await drawPdf(Array.from({ length: 90 }, () => LABELS_AND_RULES))));
       if (up.status !== 201) return { outcome: `upload answered ${up.status}`, ok: false };
       const id = up.body.data!.id;
       const job = await finished(server, server.keyA, id, (await startJob(server, server.keyA, id)).id);

@@ -22,7 +22,6 @@
  *   BENCH_ATTACKS=1,2 …     # a subset (1 includes the baseline: the prober alone for 10 s);
  *                           # BENCH_BUDGET=<bytes> sets REVISION_BYTES_PER_WORKSPACE for attack 3
  */
-import http from 'node:http';
 import os from 'node:os';
 import { newId } from '../src/domain/ids.js';
 import { LIMITS } from '../src/domain/limits.js';
@@ -30,7 +29,7 @@ import { createStore } from '../src/store/db.js';
 import { formBytes } from '../src/store/form-content.js';
 import { nextStamp } from '../src/store/live.js';
 import { median } from './lib.js';
-import { BENCH_DB, printReport, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
+import { BENCH_DB, compressedReads, printReport, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 
 const attacks = new Set((process.env.BENCH_ATTACKS ?? '1,2,3').split(',').map((s) => s.trim()));
 
@@ -187,35 +186,7 @@ async function readAttack(server: StallServer, form: string, bytes: number, ques
 }
 
 async function compressedReadAttack(server: StallServer, name: string, path: string): Promise<AttackRow> {
-  return underAttack(server, name, async () => {
-    const sizes: number[] = [];
-    const times: number[] = [];
-    let failed = 0;
-    for (let round = 0; round < 3; round++) {
-      await Promise.all(
-        Array.from({ length: 100 }, () =>
-          new Promise<void>((resolve) => {
-            const started = performance.now();
-            const request = http.get(`${server.base}/api/v1${path}`, { headers: { authorization: `Bearer ${server.keyA}`, 'accept-encoding': 'br' } }, (response) => {
-              let bytes = 0;
-              response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-              response.on('end', () => {
-                if (response.statusCode !== 200 || response.headers['content-encoding'] !== 'br') failed++;
-                sizes.push(bytes);
-                times.push(performance.now() - started);
-                resolve();
-              });
-            });
-            request.on('error', () => {
-              failed++;
-              resolve();
-            });
-          }),
-        ),
-      );
-    }
-    return { outcome: `300 reads, ${(median(sizes) / 1024).toFixed(0)} KiB each compressed (${ms(times)}), ${failed} not 200 br`, ok: failed === 0 };
-  });
+  return underAttack(server, name, () => compressedReads(server, `/api/v1${path}`));
 }
 
 async function publishAttack(server: StallServer, form: string, questionIds: string[]): Promise<AttackRow> {

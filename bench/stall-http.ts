@@ -24,12 +24,11 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { createStore } from '../src/store/db.js';
 import { createKey } from '../src/store/keys.js';
-import { BENCH_DB, printReport, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
+import { BENCH_DB, compressedReads, printReport, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 
 const SOCKETS = Number(process.env.BENCH_SOCKETS ?? 400);
 const ATTACK_SECONDS = Number(process.env.BENCH_ATTACK_SECONDS ?? 20);
@@ -178,34 +177,12 @@ async function jsonFlood(server: StallServer, body: string): Promise<{ outcome: 
   };
 }
 
-/** `GET <url>` without a key, 100 at a time with `Accept-Encoding: br` (sent compressed, or not when `compressed` is false), three times. */
-async function openApiReads(server: StallServer, url: string, compressed = true): Promise<{ outcome: string; ok: boolean }> {
+/** `GET <url>` without a key, 100 at a time with `Accept-Encoding: br`, three times. */
+async function openApiReads(server: StallServer, url: string): Promise<{ outcome: string; ok: boolean }> {
   const plain = await fetch(`${server.base}${url}`, { headers: { 'x-no-compression': '1' } });
   const size = (await plain.arrayBuffer()).byteLength;
-  const times: number[] = [];
-  let sent = 0;
-  let failed = 0;
-  const readOnce = () =>
-    new Promise<void>((resolve) => {
-      const started = performance.now();
-      const request = http.get(`${server.base}${url}`, { headers: { 'accept-encoding': 'br' } }, (response) => {
-        let bytes = 0;
-        response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        response.on('end', () => {
-          if (response.statusCode !== 200 || (response.headers['content-encoding'] === 'br') !== compressed) failed++;
-          sent = bytes;
-          times.push(performance.now() - started);
-          resolve();
-        });
-      });
-      request.on('error', () => (failed++, resolve()));
-    });
-  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 100 }, readOnce));
-  const sorted = [...times].sort((a, b) => a - b);
-  return {
-    outcome: `${(size / 1024).toFixed(0)} KiB, ${(sent / 1024).toFixed(0)} KiB sent; 300 reads (median ${sorted[150]!.toFixed(0)} ms, worst ${sorted[299]!.toFixed(0)} ms), ${failed} not 200 ${compressed ? 'br' : 'uncompressed'}`,
-    ok: failed === 0,
-  };
+  const reads = await compressedReads(server, url, { key: null });
+  return { outcome: `${(size / 1024).toFixed(0)} KiB; ${reads.outcome}`, ok: reads.ok };
 }
 
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;

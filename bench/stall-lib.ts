@@ -22,6 +22,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -372,4 +373,39 @@ export function printReport(rows: AttackRow[], title = `attacks on ${BENCH_DB}`)
     console.log(`- ${row.attack}: ${row.outcome}${row.ok ? '' : ' (the attack\'s own checks failed)'}; worst probes sent at ${at(row.probe.healthz.worstAtMs)} s / ${at(row.probe.read.worstAtMs)} s`);
   }
   return rows.every(passes);
+}
+
+/**
+ * `GET <path>` 100 at a time with `Accept-Encoding: br`, three times, the answers read raw: as
+ * workspace A (or with no key: `key: null`), expecting them compressed (or, `compressed: false`,
+ * not). What the attacks on large shared answers send.
+ */
+export async function compressedReads(server: StallServer, path: string, options: { key?: string | null; compressed?: boolean } = {}): Promise<{ outcome: string; ok: boolean }> {
+  const key = options.key === undefined ? server.keyA : options.key;
+  const compressed = options.compressed ?? true;
+  const times: number[] = [];
+  let sent = 0;
+  let failed = 0;
+  const readOnce = () =>
+    new Promise<void>((resolve) => {
+      const started = performance.now();
+      const headers: Record<string, string> = { 'accept-encoding': 'br', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+      const request = http.get(`${server.base}${path}`, { headers }, (response) => {
+        let bytes = 0;
+        response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        response.on('end', () => {
+          if (response.statusCode !== 200 || (response.headers['content-encoding'] === 'br') !== compressed) failed++;
+          sent = bytes;
+          times.push(performance.now() - started);
+          resolve();
+        });
+      });
+      request.on('error', () => (failed++, resolve()));
+    });
+  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 100 }, readOnce));
+  const sorted = [...times].sort((a, b) => a - b);
+  return {
+    outcome: `${(sent / 1024).toFixed(0)} KiB sent; 300 reads (median ${sorted[150]!.toFixed(0)} ms, worst ${sorted[299]!.toFixed(0)} ms), ${failed} not 200 ${compressed ? 'br' : 'uncompressed'}`,
+    ok: failed === 0,
+  };
 }

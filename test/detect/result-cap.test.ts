@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { MAX_FIELDS_PER_DOCUMENT } from '../../src/domain/fields.js';
 import { keepBest } from '../../src/detect/pipeline.js';
 import type { DetectedField, Source } from '../../src/detect/types.js';
-import { detect, drawPdf, type PageSpec } from '../helpers/layout-pdf.js';
+import { detect, drawPdf, LABELS_AND_RULES } from '../helpers/layout-pdf.js';
 
 const field = (pageNumber: number, source: Source, confidence: number, label: string): DetectedField => ({
   type: 'short_text',
@@ -35,19 +35,7 @@ describe('a detection result holds at most the fields a document can hold', () =
 
   it('a PDF whose pages print more label-and-rule pairs than a document holds gives a bounded result that says so', async () => {
     // 120 labels with a rule right of each, on each of 90 pages: far more layout fields than 5,000.
-    const page: PageSpec = {
-      draw: (d) => {
-        for (let row = 0; row < 40; row++) {
-          for (let column = 0; column < 3; column++) {
-            const x = 40 + column * 190;
-            const y = 760 - row * 18;
-            d.text('Name:', x, y, 8);
-            d.rule(x + 30, x + 170, y - 1);
-          }
-        }
-      },
-    };
-    const result = await detect(await drawPdf(Array.from({ length: 90 }, () => page)));
+    const result = await detect(await drawPdf(Array.from({ length: 90 }, () => LABELS_AND_RULES)));
     assert.equal(result.stats.pages, 90);
     assert.ok((result.stats.found.layout ?? 0) > 2 * MAX_FIELDS_PER_DOCUMENT, `found ${result.stats.found.layout}`);
     assert.equal(result.fields.length, MAX_FIELDS_PER_DOCUMENT);

@@ -115,3 +115,17 @@ export function drawUnicode(d: Draw, text: string, x: number, y: number, size = 
   const hex = [...text].map((c) => (128 + chars.indexOf(c)).toString(16)).join('');
   page.pushOperators(beginText(), setFontAndSize(name, size), moveText(x, y), showText(PDFHexString.of(hex)), endText());
 }
+
+/** A page of 120 `Name:` labels, each with a rule right of it (40 rows of 3): far more fields than a page holds. */
+export const LABELS_AND_RULES: PageSpec = {
+  draw: (d) => {
+    for (let row = 0; row < 40; row++) {
+      for (let column = 0; column < 3; column++) {
+        const x = 40 + column * 190;
+        const y = 760 - row * 18;
+        d.text('Name:', x, y, 8);
+        d.rule(x + 30, x + 170, y - 1);
+      }
+    }
+  },
+};
