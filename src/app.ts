@@ -39,7 +39,9 @@ import type { Store } from './store/db.js';
 import { createKeyVerifier } from './store/keys.js';
 import { createLogger } from './log.js';
 import { makeClientErrorHandler } from './http/raw-answers.js';
-import { UploadSlots, watchBodyRate } from './http/slow-clients.js';
+import { watchBodyRate } from './http/slow-clients.js';
+import { Slots } from './http/slots.js';
+import { ListStreams } from './http/list-streams.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { BROTLI_QUALITY, COMPRESS_THRESHOLD, sendShared } from './http/precompressed.js';
 import { registerConditionalRequests } from './http/conditional.js';
@@ -97,6 +99,13 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   uploadsPerWorkspace: 4,
   uploadsTotal: 32,
 };
+
+/**
+ * Lists of long documents streamed at once (src/http/list-streams.ts): per workspace (more is 429
+ * `rate_limited`) and in all (503 `unavailable`). Each holds a compressor and one step of about
+ * 520 KB of page sizes while its client reads. A list of fewer pages is not counted.
+ */
+export const LIST_STREAMS = { perWorkspace: 4, total: 32 };
 
 export const DEFAULT_KEY_CACHE_TTL_MS = 5000;
 
@@ -364,7 +373,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     jobs: deps.jobs ?? { queue: new JobQueue(deps.store, { ...DEFAULT_QUEUE_OPTIONS, now, settled: parseJobSettled }), wake: () => {}, aiConfigured: false },
     webhooks: { policy: { allowHttp: false, allowPrivate: false }, wake: () => {}, ...deps.webhooks },
     caches: createCaches(),
-    uploads: new UploadSlots({ perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal }),
+    uploads: new Slots({ what: 'uploads', perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal, retryAfterS: 5 }),
+    lists: new ListStreams(LIST_STREAMS),
     downloads: {
       signer: deps.downloadSigner ?? new DownloadSigner(crypto.randomBytes(32)),
       publicBaseUrl: deps.publicBaseUrl ?? null,

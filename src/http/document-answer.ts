@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
 import { MIME } from '../files/analyze.js';
-import { toDocument, type DocumentView } from '../store/documents.js';
-import type { DocumentRow } from '../store/schema.js';
+import { readPageDimensions, toDocument, type DocumentHead, type DocumentView } from '../store/documents.js';
+import type { Database } from '../store/schema.js';
 import type { RouteDeps } from './route-deps.js';
 
 /** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
@@ -48,9 +50,81 @@ const DIMENSIONS_MARK_JSON = JSON.stringify(DIMENSIONS_MARK);
  * them), and a list of 100 such documents took 1.7–2.9 s of the event loop through the schema's
  * serialiser (docs/decisions.md). The text was written by the upload from the same array.
  */
-export async function presentDocumentJson(deps: RouteDeps, request: FastifyRequest, row: DocumentRow): Promise<string> {
-  const marked = await presentDocument(deps, request, toDocument(row, DIMENSIONS_MARK as unknown as DocumentView['pageDimensions']));
+export async function presentDocumentJson(deps: RouteDeps, request: FastifyRequest, head: DocumentHead, pageDimensions: string): Promise<string> {
+  const marked = await presentDocument(deps, request, toDocument(head, DIMENSIONS_MARK as unknown as DocumentView['pageDimensions']));
   const text = JSON.stringify(marked);
   const at = text.indexOf(DIMENSIONS_MARK_JSON);
-  return `${text.slice(0, at)}${row.page_dimensions}${text.slice(at + DIMENSIONS_MARK_JSON.length)}`;
+  return `${text.slice(0, at)}${pageDimensions}${text.slice(at + DIMENSIONS_MARK_JSON.length)}`;
+}
+
+/**
+ * The most page sizes read and written out in one step of a list: about 520 KB of them. A list
+ * whose documents have more is streamed a step at a time (`documentListAnswer`), so that a list of
+ * 100 documents of 10,000 pages (27 MB) neither holds the event loop nor sits in memory whole
+ * (docs/decisions.md, "Lists of very long documents").
+ */
+export const LIST_STEP_PAGES = 20_000;
+
+/** `heads` in consecutive runs of at most `LIST_STEP_PAGES` pages (a longer document is a run of its own). */
+function steps(heads: DocumentHead[]): DocumentHead[][] {
+  const runs: DocumentHead[][] = [];
+  let pages = Infinity;
+  for (const head of heads) {
+    const count = Number(head.page_count);
+    if (pages + count > LIST_STEP_PAGES) runs.push([]), (pages = 0);
+    runs.at(-1)!.push(head);
+    pages += count;
+  }
+  return runs;
+}
+
+/**
+ * `GET /documents`: the envelope of `listEnvelope`, its documents written by `presentDocumentJson`
+ * with their page sizes read a step (`LIST_STEP_PAGES`) at a time. One step: the whole answer as a
+ * string. More: a stream (`ListStreams`) that reads the next step's page sizes only when the
+ * client, or the compressor, has taken the last one. A document deleted for good between the page
+ * and its sizes being read is left out: it no longer exists. Should a step fail once the answer
+ * has begun, the connection is cut, so that the client cannot take a part for the whole.
+ */
+export async function documentListAnswer(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  db: Kysely<Database>,
+  workspaceId: string,
+  heads: DocumentHead[],
+  meta: { total: number; page: number; limit: number },
+): Promise<string | Readable> {
+  const runs = steps(heads);
+  const tail = `],"meta":${JSON.stringify(meta)}}`;
+  let first = true;
+  const write = async (run: DocumentHead[]): Promise<string> => {
+    const sizes = await readPageDimensions(db, workspaceId, run.map((head) => head.id));
+    let text = '';
+    for (const head of run) {
+      const pageDimensions = sizes.get(head.id);
+      if (pageDimensions === undefined) continue;
+      text += (first ? '' : ',') + (await presentDocumentJson(deps, request, head, pageDimensions));
+      first = false;
+    }
+    return text;
+  };
+  if (runs.length <= 1) return `{"success":true,"data":[${runs.length === 1 ? await write(runs[0]!) : ''}${tail}`;
+  const release = deps.lists.acquire(workspaceId);
+  const stream = Readable.from(
+    (async function* () {
+      yield Buffer.from('{"success":true,"data":[');
+      for (const run of runs) yield Buffer.from(await deps.lists.step(workspaceId, () => write(run)));
+      yield Buffer.from(tail);
+    })(),
+    { objectMode: false },
+  );
+  // Ended, failed or cut by the client: the list's slot is given back (also should the answer end
+  // without the stream, an error of a later hook say, when nothing would ever close it).
+  stream.once('close', release);
+  reply.raw.once('close', () => {
+    release();
+    stream.destroy();
+  });
+  return stream;
 }

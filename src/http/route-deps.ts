@@ -1,6 +1,7 @@
 import type { Deps } from '../services/deps.js';
 import type { DownloadSigner } from '../blobs/download-url.js';
-import type { UploadSlots } from './slow-clients.js';
+import type { ListStreams } from './list-streams.js';
+import type { Slots } from './slots.js';
 
 /**
  * The one dependencies object every route module receives (`xRoutes(app, deps)`, registered the
@@ -8,7 +9,9 @@ import type { UploadSlots } from './slow-clients.js';
  */
 export interface RouteDeps extends Deps {
   /** Uploads in progress, per workspace and in all (slow-clients.ts). */
-  uploads: UploadSlots;
+  uploads: Slots;
+  /** Lists of long documents being streamed, and their steps (list-streams.ts). */
+  lists: ListStreams;
   /** Signed download URLs (`downloadUrl`). */
   downloads: DownloadUrlDeps;
 }

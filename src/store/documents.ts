@@ -25,10 +25,41 @@ export interface DocumentView {
 }
 
 /**
+ * A document's row without its page sizes, which a document of 10,000 pages holds 260 KB of: what a
+ * list reads first (its page sizes are read after, a few documents at a time: src/http/document-answer.ts).
+ */
+export type DocumentHead = Omit<DocumentRow, 'page_dimensions'>;
+
+const HEAD_COLUMNS = [
+  'id',
+  'workspace_id',
+  'title',
+  'status',
+  'original_filename',
+  'file_type',
+  'mime_type',
+  'size_bytes',
+  'sha256',
+  'rendition_sha256',
+  'page_source',
+  'page_count',
+  'current_version',
+  'has_unpublished_changes',
+  'deleted_at',
+  'created_at',
+  'updated_at',
+] as const satisfies ReadonlyArray<keyof DocumentHead>;
+// Every column but the page sizes: the build fails when a column is added to the row and not here.
+const everyHeadColumn: Record<Exclude<keyof DocumentHead, (typeof HEAD_COLUMNS)[number]>, never> = {};
+void everyHeadColumn;
+
+/**
  * A document's row as the API shows it. `pageDimensions`, when given, stands in for the parsed
  * `page_dimensions` (a marker the caller replaces by the stored text: src/http/document-answer.ts).
  */
-export function toDocument(row: DocumentRow, pageDimensions?: DocumentView['pageDimensions']): DocumentView {
+export function toDocument(row: DocumentRow): DocumentView;
+export function toDocument(row: DocumentHead, pageDimensions: DocumentView['pageDimensions']): DocumentView;
+export function toDocument(row: DocumentHead & { page_dimensions?: string }, pageDimensions?: DocumentView['pageDimensions']): DocumentView {
   return {
     id: row.id,
     workspaceId: row.workspace_id,
@@ -39,7 +70,7 @@ export function toDocument(row: DocumentRow, pageDimensions?: DocumentView['page
     sizeBytes: Number(row.size_bytes),
     sha256: row.sha256,
     pageCount: Number(row.page_count),
-    pageDimensions: pageDimensions ?? (JSON.parse(row.page_dimensions) as Array<{ width: number; height: number }>),
+    pageDimensions: pageDimensions ?? (JSON.parse(row.page_dimensions!) as Array<{ width: number; height: number }>),
     pageSource: row.page_source,
     currentVersion: row.current_version === null ? null : Number(row.current_version),
     hasUnpublishedChanges: Boolean(row.has_unpublished_changes),
@@ -67,19 +98,30 @@ export async function getSignedDocumentRow(db: Kysely<Database>, id: string): Pr
   return row;
 }
 
+/** A page of the workspace's live documents, newest first, as heads (without their page sizes: `readPageDimensions`). */
 export async function listDocuments(
   db: Kysely<Database>,
   workspaceId: string,
   filter: { status?: Status },
   page: Page,
-): Promise<{ items: DocumentRow[]; total: number }> {
+): Promise<{ items: DocumentHead[]; total: number }> {
   let query = liveDocuments(db, workspaceId);
   if (filter.status) query = query.where('status', '=', filter.status);
   const [count, rows] = await Promise.all([
     query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
-    query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    query.select(HEAD_COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
   ]);
   return { items: rows, total: Number(count.n) };
+}
+
+/**
+ * The stored page sizes (JSON text) of the workspace's documents `ids`, by id. A document deleted
+ * since its head was read is still here; one deleted for good is not.
+ */
+export async function readPageDimensions(db: Kysely<Database>, workspaceId: string, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('documents').select(['id', 'page_dimensions']).where('workspace_id', '=', workspaceId).where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [row.id, row.page_dimensions]));
 }
 
 /** Writes `changes` to a document's row (locked by the caller). */

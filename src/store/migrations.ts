@@ -461,6 +461,21 @@ const MIGRATIONS: Migration[] = [
       await sql`alter table blob_chunks set (toast_tuple_target = 8160)`.execute(db);
     },
   },
+  {
+    id: '0015_documents_page_sizes_last',
+    async up(db, dialect) {
+      // SQLite keeps a row's columns in order, a long value's tail in overflow pages: every column
+      // after `page_dimensions` (up to 260 KB a document) was read by walking them, so that listing
+      // or counting a workspace's documents read all their page sizes (20 ms for 100 documents of
+      // 10,000 pages). Moved to the end of the row: the other columns are read without it.
+      // PostgreSQL keeps such a value out of its row already (TOAST).
+      if (dialect === 'postgres') return;
+      await sql`alter table documents add column page_sizes text not null default '[]'`.execute(db);
+      await sql`update documents set page_sizes = page_dimensions`.execute(db);
+      await sql`alter table documents drop column page_dimensions`.execute(db);
+      await sql`alter table documents rename column page_sizes to page_dimensions`.execute(db);
+    },
+  },
 ];
 
 /** Applies every pending migration; returns the ids it applied. */

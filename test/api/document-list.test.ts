@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { newId } from '../../src/domain/ids.js';
+import { LIST_STREAMS } from '../../src/app.js';
+import { LIST_STEP_PAGES } from '../../src/http/document-answer.js';
+import { bearer, createTestContext, TEST_DB, type TestContext } from '../helpers/context.js';
+import { makePdf, multipart } from '../helpers/files.js';
+
+const ALL = ['documents:read', 'documents:write', 'documents:delete'];
+
+/** A page sizes array of `pages` pages, the first of which is `width` wide (so that each document's is its own). */
+const pageSizes = (pages: number, width: number) => JSON.stringify(Array.from({ length: pages }, (_, i) => ({ width: i === 0 ? width : 612, height: 792 })));
+
+/**
+ * `GET /documents` writes each document with its page sizes as stored, read a step of
+ * `LIST_STEP_PAGES` pages at a time; a list of more pages than one step is streamed, at most
+ * `LIST_STREAMS.perWorkspace` at once per workspace (docs/decisions.md, "Lists of very long documents").
+ */
+describe('listing long documents', () => {
+  let ctx: TestContext;
+  let headers: Record<string, string>;
+  let workspace: string;
+  const now = Date.parse('2026-12-03T12:00:00.000Z');
+
+  before(async () => {
+    ctx = await createTestContext({ now: () => now });
+    workspace = `ws_${newId()}`;
+    headers = bearer(await ctx.key(ALL, workspace));
+  });
+  after(() => ctx.close());
+
+  const list = (query: string, extra: Record<string, string> = {}, h = headers) => ctx.app.inject({ method: 'GET', url: `/api/v1/documents${query}`, headers: { ...h, ...extra } });
+
+  /** Uploads a one-page PDF, then copies its row `copies` times with `pages` pages each (as a long upload would store them); ids newest first. */
+  async function longDocuments(copies: number, pages: number, h = headers): Promise<string[]> {
+    const body = multipart([{ name: 'file', data: await makePdf([{ width: 612, height: 792 }]), filename: 'long.pdf' }]);
+    const res = await ctx.app.inject({ method: 'POST', url: '/api/v1/documents', headers: { ...h, ...body.headers }, payload: body.payload });
+    assert.equal(res.statusCode, 201, res.body);
+    const row = await ctx.store.db.selectFrom('documents').selectAll().where('id', '=', res.json().data.id).executeTakeFirstOrThrow();
+    const ids: string[] = [];
+    for (let i = 0; i < copies; i++) {
+      const id = newId();
+      const created = new Date(Date.parse(row.created_at) + 1000 * (i + 1)).toISOString();
+      await ctx.store.db.insertInto('documents').values({ ...row, id, page_count: pages, page_dimensions: pageSizes(pages, 100 + ids.length), created_at: created, updated_at: created }).execute();
+      ids.unshift(id);
+    }
+    return ids;
+  }
+
+  it('streams a list of more pages than one step, each document as read alone, in order and compressed as accepted', async () => {
+    // Runs of 10,000 + 10,000 pages, 10,000 + 10,000, then 10,000 and the one-page upload.
+    const ids = await longDocuments(5, 10_000);
+    assert.ok(5 * 10_000 > 2 * LIST_STEP_PAGES);
+    const res = await list('?limit=100');
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.headers['content-length'], undefined, 'streamed, not made whole first');
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    const body = res.json();
+    assert.deepEqual(body.meta, { total: 6, page: 1, limit: 100 });
+    assert.deepEqual(body.data.slice(0, 5).map((d: { id: string }) => d.id), ids);
+    for (const [i, item] of body.data.entries()) {
+      const alone = await ctx.app.inject({ method: 'GET', url: `/api/v1/documents/${item.id}`, headers });
+      const { fields: _fields, ...document } = alone.json().data;
+      assert.deepEqual(item, document, `document ${i} as read alone`);
+    }
+    assert.equal(body.data[0].pageDimensions.length, 10_000);
+    assert.deepEqual(body.data[0].pageDimensions[0], { width: 104, height: 792 });
+    assert.deepEqual(body.data[4].pageDimensions[0], { width: 100, height: 792 });
+    const [br, gzip] = await Promise.all([list('?limit=100', { 'accept-encoding': 'br' }), list('?limit=100', { 'accept-encoding': 'gzip' })]);
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(gzip.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.brotliDecompressSync(br.rawPayload).toString(), res.body);
+    assert.equal(zlib.gunzipSync(gzip.rawPayload).toString(), res.body);
+    const head = await ctx.app.inject({ method: 'HEAD', url: '/api/v1/documents?limit=100', headers });
+    assert.equal(head.statusCode, 200);
+    assert.equal(head.body, '');
+    // A page of one step is answered whole, the same documents as in the stream.
+    const short = await list('?limit=2&page=2');
+    assert.equal(short.statusCode, 200);
+    assert.ok(Number(short.headers['content-length']) > 0);
+    assert.deepEqual(short.json().data, body.data.slice(2, 4));
+    // Soft-deleted documents leave the list; a stranger sees none of them.
+    const deleted = await ctx.app.inject({ method: 'DELETE', url: `/api/v1/documents/${ids[1]}`, headers });
+    assert.equal(deleted.statusCode, 200, deleted.body);
+    const after = (await list('?limit=100')).json();
+    assert.deepEqual(after.data.map((d: { id: string }) => d.id), body.data.map((d: { id: string }) => d.id).filter((id: string) => id !== ids[1]));
+    assert.equal(after.meta.total, 5);
+    const stranger = await list('?limit=100', {}, bearer(await ctx.key(['documents:read'])));
+    assert.deepEqual(stranger.json(), { success: true, data: [], meta: { total: 0, page: 1, limit: 100 } });
+  });
+
+  it('keeps page sizes out of the row columns SQLite reads for a list: the column is stored last', { skip: TEST_DB === 'postgres' ? 'PostgreSQL keeps long values out of the row (TOAST)' : false }, async () => {
+    const columns = (await sql<{ name: string }>`select name from pragma_table_info('documents') order by cid`.execute(ctx.store.db)).rows.map((c) => c.name);
+    assert.equal(columns.at(-1), 'page_dimensions');
+  });
+
+  it(`refuses a workspace's streamed list beyond ${LIST_STREAMS.perWorkspace} open at once, not another's, and gives the slot back when a client goes`, async () => {
+    // 100 documents of 10,000 pages: 27 MB a list, more than the sockets hold for a client that does not read.
+    const own = `ws_${newId()}`;
+    const h = bearer(await ctx.key(ALL, own));
+    await longDocuments(100, 10_000, h);
+    const other = bearer(await ctx.key(ALL, workspace));
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (ctx.app.server.address() as AddressInfo).port;
+    const open = (auth: Record<string, string>) =>
+      new Promise<{ status: number; response: http.IncomingMessage; request: http.ClientRequest }>((resolve, reject) => {
+        const request = http.get({ host: '127.0.0.1', port, path: '/api/v1/documents?limit=100', headers: auth }, (response) => {
+          response.pause();
+          resolve({ status: response.statusCode ?? 0, response, request });
+        });
+        request.on('error', reject);
+      });
+    const held: Array<Awaited<ReturnType<typeof open>>> = [];
+    try {
+      for (let i = 0; i < LIST_STREAMS.perWorkspace; i++) held.push(await open(h));
+      assert.deepEqual(held.map((o) => o.status), Array(LIST_STREAMS.perWorkspace).fill(200));
+      const refused = await open(h);
+      assert.equal(refused.status, 429);
+      assert.equal(refused.response.headers['retry-after'], '1');
+      const chunks: Buffer[] = [];
+      for await (const chunk of refused.response) chunks.push(chunk as Buffer);
+      const error = JSON.parse(Buffer.concat(chunks).toString());
+      assert.equal(error.code, 'rate_limited');
+      assert.match(error.hint, /streamed lists of long documents per workspace/);
+      // Another workspace's long list is not refused for it.
+      const others = await list('?limit=100', {}, other);
+      assert.equal(others.statusCode, 200);
+      // A client that goes gives its slot back: the next list of the workspace is read whole.
+      held.pop()!.request.destroy();
+      let again: Awaited<ReturnType<typeof open>> | undefined;
+      for (let tries = 0; tries < 50; tries++) {
+        again = await open(h);
+        if (again.status === 200) break;
+        again.response.resume();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(again!.status, 200);
+      let bytes = '';
+      again!.response.setEncoding('utf8');
+      for await (const chunk of again!.response) bytes += chunk;
+      const whole = JSON.parse(bytes);
+      assert.equal(whole.data.length, 100);
+      assert.equal(whole.meta.total, 101);
+    } finally {
+      for (const o of held) o.request.destroy();
+    }
+  });
+});
