@@ -102,8 +102,8 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
 
 /**
  * Lists of long documents streamed at once (src/http/list-streams.ts): per workspace (more is 429
- * `rate_limited`) and in all (503 `unavailable`). Each holds a compressor and one step of about
- * 520 KB of page sizes while its client reads. A list of fewer pages is not counted.
+ * `rate_limited`) and in all (503 `unavailable`). Each holds a compressor and up to two steps of
+ * about 520 KB of page sizes while its client reads. A list of fewer pages is not counted.
  */
 export const LIST_STREAMS = { perWorkspace: 4, total: 32 };
 
@@ -373,7 +373,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     jobs: deps.jobs ?? { queue: new JobQueue(deps.store, { ...DEFAULT_QUEUE_OPTIONS, now, settled: parseJobSettled }), wake: () => {}, aiConfigured: false },
     webhooks: { policy: { allowHttp: false, allowPrivate: false }, wake: () => {}, ...deps.webhooks },
     caches: createCaches(),
-    uploads: new Slots({ what: 'uploads', perWorkspace: limits.uploadsPerWorkspace, total: limits.uploadsTotal, retryAfterS: 5 }),
+    uploads: new Slots({
+      what: 'uploads',
+      perWorkspace: limits.uploadsPerWorkspace,
+      total: limits.uploadsTotal,
+      retryAfterS: 5,
+      fullHint: 'The service is receiving as many uploads as it takes at once; retry shortly.',
+    }),
     lists: new ListStreams(LIST_STREAMS),
     downloads: {
       signer: deps.downloadSigner ?? new DownloadSigner(crypto.randomBytes(32)),

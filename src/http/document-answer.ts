@@ -111,20 +111,28 @@ export async function documentListAnswer(
   };
   if (runs.length <= 1) return `{"success":true,"data":[${runs.length === 1 ? await write(runs[0]!) : ''}${tail}`;
   const release = deps.lists.acquire(workspaceId);
+  // Cut when nothing is taken for a while (`ListStreams.idleMs`): each part asked for moves it on.
+  const idle = setTimeout(() => reply.raw.destroy(), deps.lists.idleMs);
   const stream = Readable.from(
     (async function* () {
       yield Buffer.from('{"success":true,"data":[');
-      for (const run of runs) yield Buffer.from(await deps.lists.step(workspaceId, () => write(run)));
+      for (const run of runs) {
+        idle.refresh();
+        // A step whose list was given up while it waited for its turn does nothing.
+        yield Buffer.from(await deps.lists.step(workspaceId, () => (stream.destroyed ? Promise.resolve('') : write(run))));
+      }
       yield Buffer.from(tail);
     })(),
     { objectMode: false },
   );
-  // Ended, failed or cut by the client: the list's slot is given back (also should the answer end
-  // without the stream, an error of a later hook say, when nothing would ever close it).
-  stream.once('close', release);
-  reply.raw.once('close', () => {
+  // The slot is given back when the stream has closed: ended, failed, or given up and its step
+  // settled (a step is never abandoned in the queue: each open list has at most one there).
+  stream.once('close', () => {
+    clearTimeout(idle);
     release();
-    stream.destroy();
   });
+  // Given up when the answer ends without it: the client went, or a later hook failed and the
+  // stream was never sent.
+  reply.raw.once('close', () => stream.destroy());
   return stream;
 }

@@ -2,19 +2,37 @@ import { FairQueue } from '../files/fair-queue.js';
 import { Slots } from './slots.js';
 
 /**
+ * A streamed list whose client has taken nothing of it for this long (no part of it asked for: the
+ * answer's buffer stays full) is cut, so that a client that stops reading does not keep its
+ * list's slot.
+ */
+export const LIST_IDLE_MS = 60_000;
+
+/**
  * The streamed lists of this process: at most `perWorkspace` open at once per workspace and
  * `total` in all (`Slots`: 429 / 503 beyond, before anything is sent), each holding its
- * compressor and the step it is sending; and their steps, run one at a time with workspaces taking
- * turns (`FairQueue`), so that many lists read at once take turns on the event loop with every
- * other request rather than each running step after step.
+ * compressor and up to two steps while its client reads; and their steps, run one at a time with
+ * workspaces taking turns (`FairQueue`), so that many lists read at once take turns on the event
+ * loop with every other request rather than each running step after step.
  */
 export class ListStreams {
   private readonly slots: Slots;
   private readonly steps: FairQueue;
 
-  constructor(options: { perWorkspace: number; total: number }) {
-    this.slots = new Slots({ what: 'streamed lists of long documents', retryAfterS: 1, ...options });
-    // One step waiting per open list at most: the queue's own bounds are never reached.
+  /** How long a list's client may take nothing of it before the list is cut. */
+  readonly idleMs: number;
+
+  constructor(options: { perWorkspace: number; total: number; idleMs?: number }) {
+    this.idleMs = options.idleMs ?? LIST_IDLE_MS;
+    this.slots = new Slots({
+      what: 'streamed lists of long documents',
+      retryAfterS: 1,
+      fullHint: 'The service is streaming as many lists of long documents as it takes at once; retry shortly.',
+      perWorkspace: options.perWorkspace,
+      total: options.total,
+    });
+    // One step waiting per open list at most (a list's slot is held until its last step has
+    // settled): the queue's own bounds are never reached.
     this.steps = new FairQueue({ perKey: options.perWorkspace, total: options.total, retryAfterS: 1 });
   }
 

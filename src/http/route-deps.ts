@@ -8,7 +8,7 @@ import type { Slots } from './slots.js';
  * same way by `buildApp`): what the services need, plus what only HTTP needs.
  */
 export interface RouteDeps extends Deps {
-  /** Uploads in progress, per workspace and in all (slow-clients.ts). */
+  /** Uploads in progress, per workspace and in all (slots.ts). */
   uploads: Slots;
   /** Lists of long documents being streamed, and their steps (list-streams.ts). */
   lists: ListStreams;

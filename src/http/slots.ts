@@ -9,6 +9,8 @@ export interface SlotOptions {
   total: number;
   /** The `Retry-After` of a refusal, in seconds. */
   retryAfterS: number;
+  /** The hint of the `503` (the process at its total). */
+  fullHint: string;
 }
 
 /**
@@ -26,7 +28,7 @@ export class Slots {
 
   /** Takes a slot for `workspaceId`, or throws; the returned function gives it back (once). */
   acquire(workspaceId: string): () => void {
-    const { what, perWorkspace, total, retryAfterS } = this.options;
+    const { what, perWorkspace, total, retryAfterS, fullHint } = this.options;
     const mine = this.byWorkspace.get(workspaceId) ?? 0;
     if (mine >= perWorkspace) {
       throw new AppError('rate_limited', `At most ${perWorkspace} ${what} per workspace may be in progress at once; wait for one to finish.`, {
@@ -34,7 +36,7 @@ export class Slots {
       });
     }
     if (this.inFlight >= total) {
-      throw new AppError('unavailable', `The service has as many ${what} in progress as it takes at once; retry shortly.`, { 'retry-after': String(retryAfterS) });
+      throw new AppError('unavailable', fullHint, { 'retry-after': String(retryAfterS) });
     }
     this.byWorkspace.set(workspaceId, mine + 1);
     this.inFlight++;

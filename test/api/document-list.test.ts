@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import { newId } from '../../src/domain/ids.js';
 import { LIST_STREAMS } from '../../src/app.js';
-import { LIST_STEP_PAGES } from '../../src/http/document-answer.js';
+import { documentListAnswer, LIST_STEP_PAGES } from '../../src/http/document-answer.js';
+import { ListStreams } from '../../src/http/list-streams.js';
+import type { RouteDeps } from '../../src/http/route-deps.js';
+import { DownloadSigner } from '../../src/blobs/download-url.js';
+import { listDocuments } from '../../src/store/documents.js';
 import { bearer, createTestContext, TEST_DB, type TestContext } from '../helpers/context.js';
 import { makePdf, multipart } from '../helpers/files.js';
 
@@ -98,6 +103,86 @@ describe('listing long documents', () => {
     assert.equal(columns.at(-1), 'page_dimensions');
   });
 
+  it('keeps the slot of a list given up until its step has settled, that step reading nothing, so that the lists after it arrive whole', async () => {
+    const slug = `ws_${newId()}`;
+    await longDocuments(5, 10_000, bearer(await ctx.key(ALL, slug)));
+    const own = (await ctx.store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id;
+    // Every query of this database takes 100 ms more, so that a list is given up with its step
+    // waiting or running; the page sizes read are counted.
+    let sizesRead = 0;
+    const slow: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        if (args.result.rows.some((row) => 'page_dimensions' in (row as object))) sizesRead++;
+        await new Promise((r) => setTimeout(r, 100));
+        return args.result;
+      },
+    };
+    const db = ctx.store.db.withPlugin(slow);
+    const lists = new ListStreams({ perWorkspace: 2, total: 4 });
+    const deps = { lists, downloads: { signer: new DownloadSigner(Buffer.alloc(32, 7)), publicBaseUrl: 'https://example.test', expiresS: 900 }, blobs: ctx.blobs, clock: { now: () => now } } as unknown as RouteDeps;
+    const request = { protocol: 'https', host: 'example.test' } as never;
+    const reply = () => Object.assign(new EventEmitter(), { destroy: () => undefined });
+    const open = async () => {
+      const raw = reply();
+      const { items, total } = await listDocuments(ctx.store.db, own, {}, { limit: 100, offset: 0 });
+      const answer = await documentListAnswer(deps, request, { raw } as never, db, own, items, { total, page: 1, limit: 100 });
+      assert.equal(typeof answer, 'object', 'streamed');
+      return { stream: answer as import('node:stream').Readable, raw };
+    };
+    // Two lists started (their first step asked for), then given up by their clients.
+    const given = [await open(), await open()];
+    for (const { stream } of given) stream.on('data', () => {}).on('error', () => {});
+    await new Promise((r) => setTimeout(r, 20));
+    for (const { raw } of given) raw.emit('close');
+    assert.throws(() => lists.acquire(own), /At most 2 streamed lists/, 'their slots are held while their steps settle');
+    while (lists.open(own) > 0) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(sizesRead <= 2, `the lists given up read at most the step each had begun (${sizesRead})`);
+    // Two lists now, read whole: nothing left of the others stands in their way.
+    const whole = await Promise.all(
+      [await open(), await open()].map(async ({ stream }) => {
+        let text = '';
+        for await (const chunk of stream) text += chunk;
+        return JSON.parse(text) as { data: Array<{ pageDimensions: unknown[] }>; meta: { total: number } };
+      }),
+    );
+    for (const list of whole) {
+      assert.equal(list.data.length, 6);
+      assert.equal(list.data[0]!.pageDimensions.length, 10_000);
+    }
+    assert.equal(lists.open(), 0);
+  });
+
+  it('cuts a streamed list whose client takes nothing for a while, giving its slot back', async () => {
+    const slug = `ws_${newId()}`;
+    await longDocuments(3, 10_000, bearer(await ctx.key(ALL, slug)));
+    const own = (await ctx.store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id;
+    const lists = new ListStreams({ perWorkspace: 1, total: 1, idleMs: 300 });
+    const deps = { lists, downloads: { signer: new DownloadSigner(Buffer.alloc(32, 7)), publicBaseUrl: 'https://example.test', expiresS: 900 }, blobs: ctx.blobs, clock: { now: () => now } } as unknown as RouteDeps;
+    let cut = 0;
+    // The answer as Node has it: destroying it closes it.
+    const raw: EventEmitter & { destroy?: () => void } = new EventEmitter();
+    raw.destroy = () => (cut++, raw.emit('close'));
+    const { items, total } = await listDocuments(ctx.store.db, own, {}, { limit: 100, offset: 0 });
+    const stream = (await documentListAnswer(deps, { protocol: 'https', host: 'example.test' } as never, { raw } as never, ctx.store.db, own, items, { total, page: 1, limit: 100 })) as import('node:stream').Readable;
+    stream.on('error', () => {});
+    // Its first part taken, then nothing: a client that stopped reading.
+    const first = await new Promise<Buffer>((resolve) =>
+      stream.once('data', (chunk: Buffer) => {
+        stream.pause();
+        resolve(chunk);
+      }),
+    );
+    assert.equal(first.toString(), '{"success":true,"data":[');
+    assert.equal(lists.open(own), 1);
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(cut, 0, 'not before its time');
+    for (let waited = 0; lists.open(own) > 0 && waited < 5000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(lists.open(own), 0);
+    assert.equal(cut, 1);
+    assert.ok(stream.destroyed);
+  });
+
   it(`refuses a workspace's streamed list beyond ${LIST_STREAMS.perWorkspace} open at once, not another's, and gives the slot back when a client goes`, async () => {
     // 100 documents of 10,000 pages: 27 MB a list, more than the sockets hold for a client that does not read.
     const own = `ws_${newId()}`;
@@ -129,6 +214,7 @@ describe('listing long documents', () => {
       // Another workspace's long list is not refused for it.
       const others = await list('?limit=100', {}, other);
       assert.equal(others.statusCode, 200);
+      assert.equal(others.headers['content-length'], undefined, 'streamed as well');
       // A client that goes gives its slot back: the next list of the workspace is read whole.
       held.pop()!.request.destroy();
       let again: Awaited<ReturnType<typeof open>> | undefined;
