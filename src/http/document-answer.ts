@@ -71,7 +71,10 @@ function steps(heads: DocumentHead[]): DocumentHead[][] {
   let pages = Infinity;
   for (const head of heads) {
     const count = Number(head.page_count);
-    if (pages + count > LIST_STEP_PAGES) runs.push([]), (pages = 0);
+    if (pages + count > LIST_STEP_PAGES) {
+      runs.push([]);
+      pages = 0;
+    }
     runs.at(-1)!.push(head);
     pages += count;
   }
@@ -112,7 +115,7 @@ export async function documentListAnswer(
   if (runs.length <= 1) return `{"success":true,"data":[${runs.length === 1 ? await write(runs[0]!) : ''}${tail}`;
   const release = deps.lists.acquire(workspaceId);
   // Cut when nothing is taken for a while (`ListStreams.idleMs`): each part asked for moves it on.
-  const idle = setTimeout(() => reply.raw.destroy(), deps.lists.idleMs);
+  const idle = setTimeout(() => reply.raw.destroy(), deps.lists.idleMs).unref();
   const stream = Readable.from(
     (async function* () {
       yield Buffer.from('{"success":true,"data":[');
