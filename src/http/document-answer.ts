@@ -114,15 +114,24 @@ export async function documentListAnswer(
   };
   if (runs.length <= 1) return `{"success":true,"data":[${runs.length === 1 ? await write(runs[0]!) : ''}${tail}`;
   const release = deps.lists.acquire(workspaceId);
-  // Cut when nothing is taken for a while (`ListStreams.idleMs`): each part asked for moves it on.
-  const idle = setTimeout(() => reply.raw.destroy(), deps.lists.idleMs).unref();
+  // Cut when its client takes nothing for a while (`ListStreams.idleMs`), counted from when the
+  // last part was ready: not while a step waits for its turn or runs, which is not the client's doing.
+  let stepping = false;
+  const cut = () => {
+    reply.raw.destroy();
+    stream.destroy();
+  };
+  const idle = setTimeout(() => (stepping ? idle.refresh() : cut()), deps.lists.idleMs).unref();
   const stream = Readable.from(
     (async function* () {
       yield Buffer.from('{"success":true,"data":[');
       for (const run of runs) {
+        stepping = true;
+        // A step whose list was given up before its turn came does nothing.
+        const part = await deps.lists.step(workspaceId, () => (stream.destroyed ? Promise.resolve('') : write(run)));
+        stepping = false;
         idle.refresh();
-        // A step whose list was given up while it waited for its turn does nothing.
-        yield Buffer.from(await deps.lists.step(workspaceId, () => (stream.destroyed ? Promise.resolve('') : write(run))));
+        yield Buffer.from(part);
       }
       yield Buffer.from(tail);
     })(),
@@ -136,6 +145,7 @@ export async function documentListAnswer(
   });
   // Given up when the answer ends without it: the client went, or a later hook failed and the
   // stream was never sent.
-  reply.raw.once('close', () => stream.destroy());
+  if (reply.raw.destroyed) stream.destroy();
+  else reply.raw.once('close', () => stream.destroy());
   return stream;
 }

@@ -2,9 +2,10 @@ import { FairQueue } from '../files/fair-queue.js';
 import { Slots } from './slots.js';
 
 /**
- * A streamed list whose client has taken nothing of it for this long (no part of it asked for: the
- * answer's buffer stays full) is cut, so that a client that stops reading does not keep its
- * list's slot.
+ * A streamed list whose client has not taken its last step (the next is asked for only once the
+ * last has been handed to the socket: about 520 KB of JSON, a few KB compressed) this long after
+ * that step was ready is cut, so that a client that stops reading does not keep its list's slot.
+ * Time a step spends waiting for its turn or running does not count.
  */
 export const LIST_IDLE_MS = 60_000;
 
