@@ -41,7 +41,7 @@ import { createLogger } from './log.js';
 import { makeClientErrorHandler } from './http/raw-answers.js';
 import { watchBodyRate } from './http/slow-clients.js';
 import { Slots } from './http/slots.js';
-import { ListStreams } from './http/list-streams.js';
+import { LIST_STREAMS, ListStreams } from './http/list-streams.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { BROTLI_QUALITY, COMPRESS_THRESHOLD, sendShared } from './http/precompressed.js';
 import { registerConditionalRequests } from './http/conditional.js';
@@ -99,13 +99,6 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   uploadsPerWorkspace: 4,
   uploadsTotal: 32,
 };
-
-/**
- * Lists of long documents streamed at once (src/http/list-streams.ts): per workspace (more is 429
- * `rate_limited`) and in all (503 `unavailable`). Each holds a compressor and up to two steps of
- * about 520 KB of page sizes while its client reads. A list of fewer pages is not counted.
- */
-export const LIST_STREAMS = { perWorkspace: 4, total: 32 };
 
 export const DEFAULT_KEY_CACHE_TTL_MS = 5000;
 

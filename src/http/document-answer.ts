@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import { MIME } from '../files/analyze.js';
 import { readPageDimensions, toDocument, type DocumentHead, type DocumentView } from '../store/documents.js';
 import type { Database } from '../store/schema.js';
+import { LIST_STEP_PAGES } from './list-streams.js';
 import type { RouteDeps } from './route-deps.js';
 
 /** The name a client gave its file, without any folder part or control characters, at most 255 characters. */
@@ -56,14 +57,6 @@ export async function presentDocumentJson(deps: RouteDeps, request: FastifyReque
   const at = text.indexOf(DIMENSIONS_MARK_JSON);
   return `${text.slice(0, at)}${pageDimensions}${text.slice(at + DIMENSIONS_MARK_JSON.length)}`;
 }
-
-/**
- * The most page sizes read and written out in one step of a list: about 520 KB of them. A list
- * whose documents have more is streamed a step at a time (`documentListAnswer`), so that a list of
- * 100 documents of 10,000 pages (27 MB) neither holds the event loop nor sits in memory whole
- * (docs/decisions.md, "Lists of very long documents").
- */
-export const LIST_STEP_PAGES = 20_000;
 
 /** `heads` in consecutive runs of at most `LIST_STEP_PAGES` pages (a longer document is a run of its own). */
 function steps(heads: DocumentHead[]): DocumentHead[][] {

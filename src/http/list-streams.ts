@@ -2,6 +2,21 @@ import { FairQueue } from '../files/fair-queue.js';
 import { Slots } from './slots.js';
 
 /**
+ * The most page sizes read and written out in one step of a list: about 520 KB of them. A list
+ * whose documents have more is streamed a step at a time (`documentListAnswer` in
+ * document-answer.ts), so that a list of 100 documents of 10,000 pages (27 MB) neither holds the
+ * event loop nor sits in memory whole (docs/decisions.md, "Lists of very long documents").
+ */
+export const LIST_STEP_PAGES = 20_000;
+
+/**
+ * Lists of long documents streamed at once (`ListStreams`): per workspace (more is 429
+ * `rate_limited`) and in all (503 `unavailable`). Each holds a compressor and up to two steps of
+ * about 520 KB of page sizes while its client reads. A list of fewer pages is not counted.
+ */
+export const LIST_STREAMS = { perWorkspace: 4, total: 32 };
+
+/**
  * A streamed list whose client has not taken its last step (the next is asked for only once the
  * last has been handed to the socket: about 520 KB of JSON, a few KB compressed) this long after
  * that step was ready is cut, so that a client that stops reading does not keep its list's slot.

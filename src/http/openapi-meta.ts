@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { ERROR_STATUS, reasonPhrase, type ErrorCode } from '../domain/errors.js';
+import { LIST_STEP_PAGES, LIST_STREAMS } from './list-streams.js';
 import { MAX_PAGE } from './pagination.js';
 
 /**
@@ -56,7 +57,7 @@ export const OPERATIONS: Record<string, OperationMeta> = {
   'GET /healthz': op('getHealth', 'Operations', 'Check that the process is alive', 'Answers as long as the process runs; needs no key and is not rate limited.', 'The process is alive'),
   'GET /readyz': op('getReadiness', 'Operations', 'Check that the database answers', 'Answers 200 when the database can be reached, 503 otherwise; needs no key and is not rate limited.', 'The database answers'),
 
-  'GET /api/v1/documents': op('listDocuments', 'Documents', 'List documents', 'The workspace\'s live documents, newest first, optionally of one status. Paginated.', 'A page of documents'),
+  'GET /api/v1/documents': op('listDocuments', 'Documents', 'List documents', `The workspace's live documents, newest first, optionally of one status. Paginated. A page whose documents have more than ${LIST_STEP_PAGES.toLocaleString('en-US')} pages in all is streamed (chunked, without \`Content-Length\`); at most ${LIST_STREAMS.perWorkspace} such lists are open at once per workspace (one more is \`429 rate_limited\`) and ${LIST_STREAMS.total} per server (\`503 unavailable\`), both with \`Retry-After: 1\`.`, 'A page of documents'),
   'POST /api/v1/documents': op(
     'uploadDocument',
     'Documents',

@@ -15,8 +15,8 @@ export interface SlotOptions {
 
 /**
  * Bounds things in flight that each hold resources for as long as a client takes (an upload: a
- * socket, a temporary file, a place in the analysis queue; a streamed list: its compressor and the
- * step it is sending), per workspace and in all. One workspace over its share is told 429
+ * socket, a temporary file, a place in the analysis queue; a streamed list: its compressor and up
+ * to two steps of page sizes), per workspace and in all. One workspace over its share is told 429
  * `rate_limited` (its own doing); the process at its total answers 503 `unavailable`. Both say when
  * to retry, and nothing is done.
  */

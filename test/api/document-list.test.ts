@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
+import type { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { sql, type KyselyPlugin } from 'kysely';
 import { newId } from '../../src/domain/ids.js';
-import { LIST_STREAMS } from '../../src/app.js';
-import { documentListAnswer, LIST_STEP_PAGES } from '../../src/http/document-answer.js';
-import { ListStreams } from '../../src/http/list-streams.js';
+import { documentListAnswer } from '../../src/http/document-answer.js';
+import { LIST_STEP_PAGES, LIST_STREAMS, ListStreams } from '../../src/http/list-streams.js';
 import type { RouteDeps } from '../../src/http/route-deps.js';
 import { DownloadSigner } from '../../src/blobs/download-url.js';
 import { listDocuments } from '../../src/store/documents.js';
@@ -54,6 +54,26 @@ describe('listing long documents', () => {
       ids.unshift(id);
     }
     return ids;
+  }
+
+  /** A new workspace holding `copies` documents of 10,000 pages (and the upload they were copied from); its id. */
+  async function longWorkspace(copies: number): Promise<string> {
+    const slug = `ws_${newId()}`;
+    await longDocuments(copies, 10_000, bearer(await ctx.key(ALL, slug)));
+    return (await ctx.store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id;
+  }
+
+  /**
+   * `documentListAnswer` called as the route does, with `lists` and `db` of the test's own, and an
+   * answer that counts being cut (destroying it closes it, as Node's does).
+   */
+  async function directList(lists: ListStreams, workspaceId: string, db = ctx.store.db) {
+    const deps = { lists, downloads: { signer: new DownloadSigner(Buffer.alloc(32, 7)), publicBaseUrl: 'https://example.test', expiresS: 900 }, blobs: ctx.blobs, clock: { now: () => now } } as unknown as RouteDeps;
+    const raw = Object.assign(new EventEmitter(), { cuts: 0, destroy: () => (raw.cuts++, raw.emit('close')) });
+    const { items, total } = await listDocuments(ctx.store.db, workspaceId, {}, { limit: 100, offset: 0 });
+    const answer = await documentListAnswer(deps, { protocol: 'https', host: 'example.test' } as never, { raw } as never, db, workspaceId, items, { total, page: 1, limit: 100 });
+    assert.equal(typeof answer, 'object', 'streamed');
+    return { stream: answer as Readable, raw };
   }
 
   it('streams a list of more pages than one step, each document as read alone, in order and compressed as accepted', async () => {
@@ -104,9 +124,7 @@ describe('listing long documents', () => {
   });
 
   it('keeps the slot of a list given up until its step has settled, that step reading nothing, so that the lists after it arrive whole', async () => {
-    const slug = `ws_${newId()}`;
-    await longDocuments(5, 10_000, bearer(await ctx.key(ALL, slug)));
-    const own = (await ctx.store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id;
+    const own = await longWorkspace(5);
     // Every query of this database takes 100 ms more, so that a list is given up with its step
     // waiting or running; the page sizes read are counted.
     let sizesRead = 0;
@@ -120,16 +138,7 @@ describe('listing long documents', () => {
     };
     const db = ctx.store.db.withPlugin(slow);
     const lists = new ListStreams({ perWorkspace: 2, total: 4 });
-    const deps = { lists, downloads: { signer: new DownloadSigner(Buffer.alloc(32, 7)), publicBaseUrl: 'https://example.test', expiresS: 900 }, blobs: ctx.blobs, clock: { now: () => now } } as unknown as RouteDeps;
-    const request = { protocol: 'https', host: 'example.test' } as never;
-    const reply = () => Object.assign(new EventEmitter(), { destroy: () => undefined });
-    const open = async () => {
-      const raw = reply();
-      const { items, total } = await listDocuments(ctx.store.db, own, {}, { limit: 100, offset: 0 });
-      const answer = await documentListAnswer(deps, request, { raw } as never, db, own, items, { total, page: 1, limit: 100 });
-      assert.equal(typeof answer, 'object', 'streamed');
-      return { stream: answer as import('node:stream').Readable, raw };
-    };
+    const open = () => directList(lists, own, db);
     // Two lists started (their first step asked for), then given up by their clients.
     const given = [await open(), await open()];
     for (const { stream } of given) stream.on('data', () => {}).on('error', () => {});
@@ -156,17 +165,9 @@ describe('listing long documents', () => {
   });
 
   it('cuts a streamed list whose client takes nothing for a while, giving its slot back', async () => {
-    const slug = `ws_${newId()}`;
-    await longDocuments(3, 10_000, bearer(await ctx.key(ALL, slug)));
-    const own = (await ctx.store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id;
+    const own = await longWorkspace(3);
     const lists = new ListStreams({ perWorkspace: 1, total: 1, idleMs: 300 });
-    const deps = { lists, downloads: { signer: new DownloadSigner(Buffer.alloc(32, 7)), publicBaseUrl: 'https://example.test', expiresS: 900 }, blobs: ctx.blobs, clock: { now: () => now } } as unknown as RouteDeps;
-    let cut = 0;
-    // The answer as Node has it: destroying it closes it.
-    const raw: EventEmitter & { destroy?: () => void } = new EventEmitter();
-    raw.destroy = () => (cut++, raw.emit('close'));
-    const { items, total } = await listDocuments(ctx.store.db, own, {}, { limit: 100, offset: 0 });
-    const stream = (await documentListAnswer(deps, { protocol: 'https', host: 'example.test' } as never, { raw } as never, ctx.store.db, own, items, { total, page: 1, limit: 100 })) as import('node:stream').Readable;
+    const { stream, raw } = await directList(lists, own);
     stream.on('error', () => {});
     // Its first part taken, then nothing: a client that stopped reading.
     const first = await new Promise<Buffer>((resolve) =>
@@ -178,30 +179,23 @@ describe('listing long documents', () => {
     assert.equal(first.toString(), '{"success":true,"data":[');
     assert.equal(lists.open(own), 1);
     await new Promise((r) => setTimeout(r, 150));
-    assert.equal(cut, 0, 'not before its time');
+    assert.equal(raw.cuts, 0, 'not before its time');
     for (let waited = 0; lists.open(own) > 0 && waited < 5000; waited += 20) await new Promise((r) => setTimeout(r, 20));
     assert.equal(lists.open(own), 0);
-    assert.equal(cut, 1);
+    assert.equal(raw.cuts, 1);
     assert.ok(stream.destroyed);
   });
 
   it('does not cut a list whose client reads while its step waits for its turn', async () => {
-    const slug = `ws_${newId()}`;
-    await longDocuments(3, 10_000, bearer(await ctx.key(ALL, slug)));
-    const own = (await ctx.store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow()).id;
+    const own = await longWorkspace(3);
     const lists = new ListStreams({ perWorkspace: 1, total: 2, idleMs: 300 });
-    const deps = { lists, downloads: { signer: new DownloadSigner(Buffer.alloc(32, 7)), publicBaseUrl: 'https://example.test', expiresS: 900 }, blobs: ctx.blobs, clock: { now: () => now } } as unknown as RouteDeps;
-    let cut = 0;
-    const raw: EventEmitter & { destroy?: () => void } = new EventEmitter();
-    raw.destroy = () => (cut++, raw.emit('close'));
     // Another workspace's step holds the queue for 800 ms.
     const busy = lists.step('another', () => new Promise((r) => setTimeout(r, 800)));
-    const { items, total } = await listDocuments(ctx.store.db, own, {}, { limit: 100, offset: 0 });
-    const stream = (await documentListAnswer(deps, { protocol: 'https', host: 'example.test' } as never, { raw } as never, ctx.store.db, own, items, { total, page: 1, limit: 100 })) as import('node:stream').Readable;
+    const { stream, raw } = await directList(lists, own);
     let text = '';
     for await (const chunk of stream) text += chunk;
     await busy;
-    assert.equal(cut, 0);
+    assert.equal(raw.cuts, 0);
     assert.equal(JSON.parse(text).data.length, 4);
   });
 

@@ -306,7 +306,7 @@ export interface paths {
         };
         /**
          * List documents
-         * @description The workspace's live documents, newest first, optionally of one status. Paginated.
+         * @description The workspace's live documents, newest first, optionally of one status. Paginated. A page whose documents have more than 20,000 pages in all is streamed (chunked, without `Content-Length`); at most 4 such lists are open at once per workspace (one more is `429 rate_limited`) and 32 per server (`503 unavailable`), both with `Retry-After: 1`.
          */
         get: operations["listDocuments"];
         put?: never;
