@@ -1,12 +1,14 @@
 /**
  * Runs in a helper process (see pdf.ts): opens a PDF with pdf.js (reading only the byte ranges
- * it needs from the file, so a 50 MB file is not loaded whole) and reports its pages' visible
- * sizes, or inspects a DOCX (`inspectDocx`: every part inflated and scanned).
+ * it needs from the file, so a 50 MB file is not loaded whole, up to its last `startxref`: see
+ * pdf-tail.ts) and reports its pages' visible sizes, or inspects a DOCX (`inspectDocx`: every part
+ * inflated and scanned).
  */
-import { pathToFileURL } from 'node:url';
+import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { inspectDocx, type DocxInfo } from './docx.js';
 import { UnreadableDocument } from './errors.js';
 import { MAX_PAGES } from './limits.js';
+import { lastStartXref, visibleLength } from './pdf-tail.js';
 import { pdfjs } from './pdfjs.js';
 
 export interface PdfRequest {
@@ -27,9 +29,44 @@ const round = (n: number) => Math.round(n * 1000) / 1000;
 /** A reason of this service's own, fit for the client's hint (unlike pdf.js's exception messages). */
 class Refusal extends Error {}
 
+/** The file's first `length` bytes, served to pdf.js a requested range at a time. */
+class FileRanges extends pdfjs.PDFDataRangeTransport {
+  constructor(
+    private readonly handle: FileHandle,
+    length: number,
+    private readonly failed: (error: unknown) => void,
+  ) {
+    super(length, new Uint8Array(0));
+  }
+
+  override requestDataRange(begin: number, end: number): void {
+    const chunk = new Uint8Array(end - begin);
+    this.handle.read(chunk, 0, chunk.length, begin).then(({ bytesRead }) => this.onDataRange(begin, chunk.subarray(0, bytesRead)), this.failed);
+  }
+}
+
 async function analyse(file: string): Promise<{ ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }> {
+  const handle = await open(file, 'r');
+  try {
+    return await analyseOpen(file, handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function analyseOpen(file: string, handle: FileHandle): Promise<{ ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }> {
+  const { size } = await handle.stat();
+  const at = await lastStartXref(handle, size);
+  let readFailed: (error: unknown) => void = () => {};
+  const failure = new Promise<never>((_, reject) => (readFailed = reject));
+  failure.catch(() => {});
+  // No `startxref` at all: pdf.js reads every byte to rebuild the cross-references, so it is handed
+  // them at once; a range at a time, its search back from the end would restart after each range
+  // (pdf-tail.ts). (A `Uint8Array` over the buffer: pdf.js refuses a Node `Buffer`.)
+  const whole = at < 0 ? await readFile(file) : null;
+  const source = whole ? { data: new Uint8Array(whole.buffer, whole.byteOffset, whole.byteLength) } : { range: new FileRanges(handle, visibleLength(size, at), (error) => readFailed(error)) };
   const task = pdfjs.getDocument({
-    url: pathToFileURL(file).href,
+    ...source,
     disableAutoFetch: true,
     disableStream: true,
     rangeChunkSize: 65_536,
@@ -40,11 +77,11 @@ async function analyse(file: string): Promise<{ ok: true; pageCount: number; pag
     verbosity: 0,
   });
   try {
-    const doc = await task.promise;
+    const doc = await Promise.race([task.promise, failure]);
     if (doc.numPages > MAX_PAGES) throw new Refusal(`the PDF has ${doc.numPages} pages; at most ${MAX_PAGES} are accepted`);
     const pageDimensions = [];
     for (let n = 1; n <= doc.numPages; n++) {
-      const page = await doc.getPage(n);
+      const page = await Promise.race([doc.getPage(n), failure]);
       // `view` is the CropBox clipped to the MediaBox; a quarter turn swaps width and height.
       const [x1, y1, x2, y2] = page.view as [number, number, number, number];
       const width = Math.abs(x2 - x1);
