@@ -13,13 +13,17 @@ const STARTXREF = Buffer.from('startxref');
  * helper, every other workspace's upload waiting behind it).
  */
 const PDFJS_FIRST_WINDOW = 1_015;
+const FIRST_BLOCK = 4_096;
 const SEARCH_BLOCK = 1 << 20;
 
-/** Where the file's last `startxref` begins, or -1 when it has none: native search, a block at a time from the end. */
+/**
+ * Where the file's last `startxref` begins, or -1 when it has none: native search from the end, the
+ * last 4 KB first (where an ordinary file has it), then a block of 1 MiB at a time.
+ */
 export async function lastStartXref(handle: FileHandle, size: number): Promise<number> {
   const block = Buffer.allocUnsafe(SEARCH_BLOCK + STARTXREF.length - 1);
-  for (let end = size; end > 0; ) {
-    const start = Math.max(0, end - SEARCH_BLOCK);
+  for (let end = size, step = FIRST_BLOCK; end > 0; step = SEARCH_BLOCK) {
+    const start = Math.max(0, end - step);
     // The block reaches a signature's length past `end` (minus a byte), so that one across two blocks is found.
     const { bytesRead } = await handle.read(block, 0, Math.min(size, end + STARTXREF.length - 1) - start, start);
     const at = block.subarray(0, bytesRead).lastIndexOf(STARTXREF);

@@ -190,6 +190,37 @@ export async function largePdf(bytes: number): Promise<Buffer> {
 }
 
 /**
+ * A one-page PDF (612 × 792) whose page is the first object of an object stream whose `/Length`
+ * says 10 bytes, followed by `padding` spaces before its `endstream`: pdf.js searches for the
+ * `endstream` (a cross-reference stream points into it, so nothing is rebuilt).
+ */
+export function pageInLongObjectStream(padding: number): Buffer {
+  const parts: Buffer[] = [Buffer.from('%PDF-1.7\n')];
+  const offsets: number[] = [];
+  const length = () => parts.reduce((n, p) => n + p.length, 0);
+  const object = (n: number, body: Buffer) => {
+    offsets[n] = length();
+    parts.push(Buffer.from(`${n} 0 obj\n`), body, Buffer.from('\nendobj\n'));
+  };
+  object(1, Buffer.from('<< /Type /Catalog /Pages 2 0 R >>'));
+  object(2, Buffer.from('<< /Type /Pages /Kids [3 0 R] /Count 1 >>'));
+  // Object 3, the page, is the first of object stream 4, whose /Length says 10 bytes.
+  object(4, Buffer.concat([Buffer.from('<< /Type /ObjStm /N 1 /First 4 /Length 10 >>\nstream\n3 0 << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>'), Buffer.alloc(padding, 0x20), Buffer.from('\nendstream')]));
+  const xref = length();
+  const row = (type: number, field: number, generation: number) => {
+    const b = Buffer.alloc(7);
+    b.writeUInt8(type, 0);
+    b.writeUInt32BE(field, 1);
+    b.writeUInt16BE(generation, 5);
+    return b;
+  };
+  const rows = Buffer.concat([row(0, 0, 65535), row(1, offsets[1]!, 0), row(1, offsets[2]!, 0), row(2, 4, 0), row(1, offsets[4]!, 0), row(1, xref, 0)]);
+  object(5, Buffer.concat([Buffer.from(`<< /Type /XRef /Size 6 /W [1 4 2] /Root 1 0 R /Length ${rows.length} >>\nstream\n`), rows, Buffer.from('\nendstream')]));
+  parts.push(Buffer.from(`startxref\n${xref}\n%%EOF\n`));
+  return Buffer.concat(parts);
+}
+
+/**
  * A request body (`payload`, more than 1 MiB) sent as its first MiB, then, once the hashing
  * thread is hashing it, with that thread stopped (as a crash would), then the rest. `stopped()`
  * says whether the thread was stopped (not merely the body cut short by a timeout).

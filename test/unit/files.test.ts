@@ -16,7 +16,7 @@ import { PdfAnalyzer } from '../../src/files/pdf.js';
 import { lastStartXref, visibleLength } from '../../src/files/pdf-tail.js';
 import { contentDisposition } from '../../src/http/document-answer.js';
 import { cleanFilename } from '../../src/http/document-answer.js';
-import { corpusFiles, makeDocx } from '../helpers/files.js';
+import { corpusFiles, makeDocx, pageInLongObjectStream } from '../helpers/files.js';
 import { pdfHelperPids } from '../helpers/processes.js';
 
 function tempDir(): string {
@@ -276,6 +276,21 @@ describe('PDF analysis helper', () => {
     }
   });
 
+  it('a page in a 50 MB object stream whose /Length is wrong is read within a 20 s limit', async () => {
+    // pdf.js searches such a stream for `endstream`, and starts the object again after each range
+    // it lacked: 64 KB at a time, about 43 s of the one PDF reader. The ranges are now read ahead.
+    const dir = tempDir();
+    const file = path.join(dir, 'object-stream.pdf');
+    fs.writeFileSync(file, pageInLongObjectStream(50 * 1024 * 1024));
+    const pdf = new PdfAnalyzer({ timeoutMs: 20_000 });
+    try {
+      assert.deepEqual(await pdf.analyse(file, 'w'), { pageCount: 1, pageDimensions: [{ width: 612, height: 792 }] });
+    } finally {
+      await pdf.close();
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+
   it('finds the last startxref of a file, across the blocks it reads, and how much of the file pdf.js is shown', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'tail.bin');
@@ -299,8 +314,9 @@ describe('PDF analysis helper', () => {
       assert.equal(await find(at([], 3 * MiB)), -1);
       assert.equal(await find(at([0], 9)), 0);
       assert.equal(await find(at([10, 2 * MiB], 3 * MiB)), 2 * MiB, 'the last of two');
-      // Across the boundary of the blocks read from the end (1 MiB each): 4 bytes in one, 5 in the other.
-      assert.equal(await find(at([100, 2 * MiB - 4], 3 * MiB)), 2 * MiB - 4);
+      // Across the boundary of the blocks read from the end (4 KB, then 1 MiB each): 4 bytes in one, 5 in the other.
+      assert.equal(await find(at([100, 3 * MiB - 4_096 - 4], 3 * MiB)), 3 * MiB - 4_096 - 4);
+      assert.equal(await find(at([100, 2 * MiB - 4_096 - 4], 3 * MiB)), 2 * MiB - 4_096 - 4);
       assert.equal(await find(at([100, 3 * MiB - 9], 3 * MiB)), 3 * MiB - 9, 'at the very end');
       // pdf.js finds a startxref in the last 1,015 bytes by itself; further back, it is shown up to 512 bytes after it.
       assert.equal(visibleLength(3 * MiB, 3 * MiB - 1_015), 3 * MiB);
