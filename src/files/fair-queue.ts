@@ -26,12 +26,14 @@ interface Waiting {
 }
 
 /**
- * Runs tasks one at a time, taking turns between keys (workspaces): each key has its own FIFO,
- * and the next task is of the waiting key served longest ago (a key never served first) — the
- * same rule as the parse queue's claim. So an item of a key with nothing running waits for at
- * most the item running now plus one item of each other key that has items waiting — never
- * behind another key's whole backlog. Each key's backlog is bounded (`perKey`), and so is the
- * sum (`total`): past either, `run` rejects with `QueueFull` at once.
+ * Runs tasks `concurrency` at a time (one by default), at most one of each key at a time, taking
+ * turns between keys (workspaces): each key has its own FIFO, and the next task is of the waiting
+ * key, with nothing running, served longest ago (a key never served first) — the same rule as the
+ * parse queue's claim. So with one at a time an item of a key with nothing running waits for at
+ * most the item running now plus one item of each other key that has items waiting — never behind
+ * another key's whole backlog; with two at a time, a key's items never wait for another single
+ * key's. Each key's backlog is bounded (`perKey`), and so is the sum (`total`): past either, `run`
+ * rejects with `QueueFull` at once.
  */
 export class FairQueue {
   /** Keys with waiting tasks (a Map keeps arrival order, which breaks ties). */
@@ -40,9 +42,13 @@ export class FairQueue {
   private readonly lastServed = new Map<string, number>();
   private turn = 0;
   private count = 0;
-  private running = false;
+  /** Keys with a task running. */
+  private readonly running = new Set<string>();
 
-  constructor(private readonly limits: FairQueueLimits) {}
+  constructor(
+    private readonly limits: FairQueueLimits,
+    private readonly concurrency = 1,
+  ) {}
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const own = this.waiting.get(key);
@@ -63,14 +69,14 @@ export class FairQueue {
 
   /**
    * Drops the turns of keys with nothing waiting that were served before every waiting key (and
-   * are not `running`, the key served last): such a key coming back would go first anyway, as a
-   * key never served does. Keeps the map as small as the keys that matter.
+   * have no task running): such a key coming back would go first anyway, as a key never served
+   * does. Keeps the map as small as the keys that matter.
    */
-  private forget(running: string): void {
+  private forget(): void {
     let oldestWaiting = Infinity;
     for (const key of this.waiting.keys()) oldestWaiting = Math.min(oldestWaiting, this.lastServed.get(key) ?? -1);
     for (const [key, served] of this.lastServed) {
-      if (key !== running && served < oldestWaiting && !this.waiting.has(key)) this.lastServed.delete(key);
+      if (!this.running.has(key) && served < oldestWaiting && !this.waiting.has(key)) this.lastServed.delete(key);
     }
   }
 
@@ -87,21 +93,27 @@ export class FairQueue {
   }
 
   private pump(): void {
-    if (this.running) return;
-    let key: string | null = null;
-    let oldest = Infinity;
-    for (const candidate of this.waiting.keys()) {
-      const served = this.lastServed.get(candidate) ?? -1;
-      if (served < oldest) [key, oldest] = [candidate, served];
+    while (this.running.size < this.concurrency) {
+      let key: string | null = null;
+      let oldest = Infinity;
+      for (const candidate of this.waiting.keys()) {
+        if (this.running.has(candidate)) continue;
+        const served = this.lastServed.get(candidate) ?? -1;
+        if (served < oldest) [key, oldest] = [candidate, served];
+      }
+      if (key === null) return;
+      this.start(key);
     }
-    if (key === null) return;
+  }
+
+  private start(key: string): void {
     const items = this.waiting.get(key)!;
     const item = items.shift()!;
     if (items.length === 0) this.waiting.delete(key);
     this.count--;
     this.lastServed.set(key, this.turn++);
-    this.forget(key);
-    this.running = true;
+    this.running.add(key);
+    this.forget();
     let outcome: Promise<unknown>;
     try {
       outcome = item.task();
@@ -111,7 +123,7 @@ export class FairQueue {
     // The next task starts before this one's caller resumes: a caller that queues more at once
     // finds the queue as it really is.
     const next = () => {
-      this.running = false;
+      this.running.delete(key);
       this.pump();
     };
     outcome.then(

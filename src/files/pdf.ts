@@ -18,25 +18,33 @@ export interface PdfAnalyzerOptions {
   maxRssMb?: number;
   /** Files waiting per workspace and in all (see `FairQueue`). */
   queue?: FairQueueLimits;
+  /** Helper processes, each reading one file at a time. */
+  helpers?: number;
 }
 
-/** One helper, up to 60 s a file, 16 files waiting per workspace, 128 in all (README, Limits). */
+/**
+ * Two helpers, each reading one file at a time and at most one file of a workspace at a time; up to
+ * 60 s a file; 16 files waiting per workspace, 128 in all (README, Limits).
+ */
 export const PDF_ANALYSIS_DEFAULTS = {
   timeoutMs: 60_000,
   maxRssMb: 512,
   queue: { perKey: 16, total: 128, retryAfterS: 10 },
+  helpers: 2,
 } as const;
 
 /**
- * PDF analysis and DOCX inspection off the event loop, in one helper process started on first
- * use and kept. A separate process rather than a worker thread: pdf.js and its heap (tens of MB)
+ * PDF analysis and DOCX inspection off the event loop, in helper processes started on first use
+ * and kept. A separate process rather than a worker thread: pdf.js and its heap (tens of MB)
  * stay out of the server's memory, and a file that crashes pdf.js or exhausts the helper's memory
  * kills only the helper, never the server.
  *
- * Files are read one at a time, workspaces taking turns (`FairQueue`): one workspace's backlog of
- * huge files delays another's upload by at most the file being read. When the helper dies, runs
- * over its time limit or over its memory limit, the file being read is the one to blame: it
- * answers 422, and the next file is read by a new helper as if nothing had happened.
+ * Each helper reads one file at a time, and a workspace has at most one file being read at a time,
+ * workspaces taking turns for the helpers (`FairQueue`). With two helpers, one workspace's files,
+ * however slow to read (up to the time limit each), never hold another workspace's upload: the
+ * other helper is free for it unless a third workspace's file is being read there. When a helper
+ * dies, runs over its time limit or over its memory limit, the file being read is the one to
+ * blame: it answers 422, and the next file is read by a new helper as if nothing had happened.
  */
 /** How long a new helper may take to load its modules before the file waiting for it fails. */
 const START_TIMEOUT_MS = 60_000;
@@ -50,7 +58,10 @@ interface Helper {
 }
 
 export class PdfAnalyzer {
-  private helper: Helper | null = null;
+  /** Helpers started and not reading a file (at most `helpers` exist: one per file being read). */
+  private readonly idle: Helper[] = [];
+  /** Every helper started and not retired. */
+  private readonly live = new Set<Helper>();
   private nextId = 1;
   private readonly queue: FairQueue;
   private readonly timeoutMs: number;
@@ -60,7 +71,7 @@ export class PdfAnalyzer {
   constructor(options: PdfAnalyzerOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? PDF_ANALYSIS_DEFAULTS.timeoutMs;
     this.maxRssBytes = (options.maxRssMb ?? PDF_ANALYSIS_DEFAULTS.maxRssMb) * 1024 * 1024;
-    this.queue = new FairQueue(options.queue ?? PDF_ANALYSIS_DEFAULTS.queue);
+    this.queue = new FairQueue(options.queue ?? PDF_ANALYSIS_DEFAULTS.queue, options.helpers ?? PDF_ANALYSIS_DEFAULTS.helpers);
   }
 
   /** Reads `path` in its workspace's turn; rejects with `QueueFull` when that workspace already has its share waiting. */
@@ -84,13 +95,25 @@ export class PdfAnalyzer {
   }
 
   /**
-   * Reads one file (the queue runs one at a time). Its time limit starts once the helper is
-   * ready, so that a new helper's start on a busy machine does not count against the file.
+   * Reads one file on an idle helper or a new one (the queue runs no more files at once than there
+   * may be helpers), and gives the helper back for the next file if it is still fit. The file's
+   * time limit starts once the helper is ready, so that a new helper's start on a busy machine
+   * does not count against the file.
    */
   private async read<T>(path: string, kind: PdfRequest['kind']): Promise<T> {
+    // The helper this read ends on (`readOn` may replace the one it was given).
+    const used = { helper: this.idle.pop() ?? this.start() };
+    try {
+      return await this.readOn<T>(used, path, kind);
+    } finally {
+      if (this.live.has(used.helper) && !this.closed) this.idle.push(used.helper);
+    }
+  }
+
+  private async readOn<T>(used: { helper: Helper }, path: string, kind: PdfRequest['kind']): Promise<T> {
     const what = kind === 'pdf' ? 'the PDF' : 'the DOCX';
     const tooBig = () => new UnreadableDocument(`reading ${what} needs more than ${Math.round(this.maxRssBytes / 1024 / 1024)} MB of memory, more than is allowed for one file`);
-    let started = this.start();
+    let started = used.helper;
     await started.ready;
     // Measured once before the file is handed over, not only every 25 ms while it is read (a small
     // file can be read between two samples): a helper already past the limit (memory kept from
@@ -98,7 +121,7 @@ export class PdfAnalyzer {
     let rss = await residentBytes(started.process.pid ?? -1);
     if (rss !== null && rss > this.maxRssBytes && started.reads > 0) {
       this.retire(started.process);
-      started = this.start();
+      started = used.helper = this.start();
       await started.ready;
       rss = await residentBytes(started.process.pid ?? -1);
     }
@@ -148,12 +171,22 @@ export class PdfAnalyzer {
 
   /** Kills `helper` and makes sure it is never handed another file. */
   private retire(helper: ChildProcess): void {
-    if (this.helper?.process === helper) this.helper = null;
+    this.forget(helper);
     helper.kill('SIGKILL');
   }
 
+  /** Takes `helper` out of the pool (it was retired or has exited). */
+  private forget(helper: ChildProcess): void {
+    for (const h of this.live) {
+      if (h.process !== helper) continue;
+      this.live.delete(h);
+      const at = this.idle.indexOf(h);
+      if (at >= 0) this.idle.splice(at, 1);
+    }
+  }
+
+  /** A new helper, in the pool until it is retired or exits. */
   private start(): Helper {
-    if (this.helper) return this.helper;
     const fromSource = import.meta.url.endsWith('.ts');
     const script = fileURLToPath(new URL(fromSource ? './pdf-worker.ts' : './pdf-worker.js', import.meta.url));
     const helper = fork(script, [], {
@@ -165,9 +198,7 @@ export class PdfAnalyzer {
     });
     yieldCpu(helper.pid);
     helper.on('error', () => helper.kill('SIGKILL'));
-    helper.on('exit', () => {
-      if (this.helper?.process === helper) this.helper = null;
-    });
+    helper.on('exit', () => this.forget(helper));
     helper.unref();
     helper.channel?.unref();
     const ready = new Promise<void>((resolve, reject) => {
@@ -193,19 +224,25 @@ export class PdfAnalyzer {
       helper.on('message', onMessage);
       helper.on('exit', onExit);
     });
-    this.helper = { process: helper, ready, reads: 0 };
-    return this.helper;
+    const started = { process: helper, ready, reads: 0 };
+    this.live.add(started);
+    return started;
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.queue.clear(new Error('the PDF reader is shutting down'));
-    const helper = this.helper?.process;
-    this.helper = null;
-    if (!helper || helper.exitCode !== null || helper.signalCode !== null) return;
-    const exited = new Promise((resolve) => helper.once('exit', resolve));
-    helper.ref(); // so that waiting for its exit keeps the event loop alive
-    helper.kill('SIGTERM');
-    await exited;
+    const helpers = [...this.live].map((h) => h.process);
+    this.live.clear();
+    this.idle.length = 0;
+    await Promise.all(
+      helpers.map(async (helper) => {
+        if (helper.exitCode !== null || helper.signalCode !== null) return;
+        const exited = new Promise((resolve) => helper.once('exit', resolve));
+        helper.ref(); // so that waiting for its exit keeps the event loop alive
+        helper.kill('SIGTERM');
+        await exited;
+      }),
+    );
   }
 }

@@ -171,6 +171,34 @@ describe('fair queue', () => {
     assert.equal(queue.waitingCount(), 0);
   });
 
+  it('runs two at a time when asked, never two of one key: a key waits for its own, not for another key', async () => {
+    const queue = new FairQueue({ perKey: 10, total: 100, retryAfterS: 1 }, 2);
+    const log: string[] = [];
+    const tasks = new Map<string, ReturnType<typeof gated>>();
+    const add = (key: string, name: string) => {
+      const t = gated(log, name);
+      tasks.set(name, t);
+      return queue.run(key, t.task);
+    };
+    const all = [add('A', 'A1'), add('A', 'A2'), add('A', 'A3'), add('B', 'B1'), add('B', 'B2'), add('C', 'C1')];
+    // A1 and B1 run; A2 waits for A1 although a slot would be free for it alone.
+    assert.deepEqual(log, ['A1', 'B1']);
+    assert.deepEqual([queue.waitingCount('A'), queue.waitingCount('B'), queue.waitingCount('C')], [2, 1, 1]);
+    tasks.get('B1')!.release();
+    await new Promise((r) => setImmediate(r));
+    // B's slot goes to C, never served, rather than to B2 or to A (which has one running).
+    assert.deepEqual(log, ['A1', 'B1', 'C1']);
+    tasks.get('C1')!.release();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(log, ['A1', 'B1', 'C1', 'B2'], 'A still has A1 running: B2 is next');
+    for (const name of ['A1', 'B2', 'A2', 'A3']) {
+      tasks.get(name)!.release();
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(all);
+    assert.deepEqual(log, ['A1', 'B1', 'C1', 'B2', 'A2', 'A3']);
+  });
+
   it('refuses past the per-key and total bounds, at once', async () => {
     const queue = new FairQueue({ perKey: 2, total: 3, retryAfterS: 7 });
     const never = () => new Promise<void>(() => {});
@@ -213,8 +241,8 @@ describe('PDF analysis helper', () => {
     }
   });
 
-  it('workspaces take turns: B waits for at most the one file of A being read; a workspace may have 4 files waiting', async () => {
-    const pdf = new PdfAnalyzer({ queue: { perKey: 4, total: 64, retryAfterS: 10 } });
+  it('with one helper, workspaces take turns: B waits for at most the one file of A being read; a workspace may have 4 files waiting', async () => {
+    const pdf = new PdfAnalyzer({ queue: { perKey: 4, total: 64, retryAfterS: 10 }, helpers: 1 });
     try {
       await pdf.analyse(small.file, 'warm-up');
       const [helper] = helpers();
@@ -230,6 +258,33 @@ describe('PDF analysis helper', () => {
     } finally {
       await pdf.close();
     }
+  });
+
+  it('with two helpers (the default), B is read while A has a file stuck in the other; A has one file read at a time', async () => {
+    const pdf = new PdfAnalyzer({ queue: { perKey: 4, total: 64, retryAfterS: 10 } });
+    try {
+      await pdf.analyse(small.file, 'warm-up');
+      const [first, ...more] = helpers();
+      assert.ok(first && more.length === 0, 'one helper started for one file');
+      process.kill(first, 'SIGSTOP');
+      const done: string[] = [];
+      const read = (workspace: string, name: string) => pdf.analyse(small.file, workspace).then(() => done.push(name));
+      const a = ['A1', 'A2', 'A3'].map((name) => read('A', name));
+      // A1 is stuck in the frozen helper; A2 and A3 wait for it rather than take the second helper.
+      assert.equal(pdf.waitingCount('A'), 2);
+      await read('B', 'B1');
+      await read('B', 'B2');
+      assert.deepEqual(done, ['B1', 'B2'], 'both of B read by the second helper while A1 is stuck');
+      assert.equal(helpers().length, 2);
+      process.kill(first, 'SIGCONT');
+      await Promise.all(a);
+      assert.deepEqual(done, ['B1', 'B2', 'A1', 'A2', 'A3']);
+      assert.equal(helpers().length, 2, 'the helpers are kept for the next files, no more started');
+    } finally {
+      for (const pid of helpers()) process.kill(pid, 'SIGCONT');
+      await pdf.close();
+    }
+    assert.deepEqual(helpers(), [], 'closing ends both');
   });
 
   it('a helper past its memory limit fails that file (422), saying so', async () => {
