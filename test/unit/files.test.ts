@@ -149,8 +149,8 @@ describe('fair queue', () => {
     return { task: () => (log.push(name), gate), release: () => release() };
   }
 
-  it('serves the waiting key served longest ago first, whatever order the items arrived in', async () => {
-    const queue = new FairQueue({ perKey: 10, total: 100, retryAfterS: 1 });
+  /** `queue` with `add(key, name)` queueing a gated task, `release(name)`, and the log of starts. */
+  function gatedQueue(queue: FairQueue) {
     const log: string[] = [];
     const tasks = new Map<string, ReturnType<typeof gated>>();
     const add = (key: string, name: string) => {
@@ -158,13 +158,19 @@ describe('fair queue', () => {
       tasks.set(name, t);
       return queue.run(key, t.task);
     };
+    return { log, add, release: (name: string) => tasks.get(name)!.release() };
+  }
+
+  it('serves the waiting key served longest ago first, whatever order the items arrived in', async () => {
+    const queue = new FairQueue({ perKey: 10, total: 100, retryAfterS: 1 });
+    const { log, add, release } = gatedQueue(queue);
     const all = [add('A', 'A1'), add('A', 'A2'), add('A', 'A3'), add('B', 'B1'), add('C', 'C1'), add('B', 'B2')];
     // A1 runs; the others wait.
     assert.deepEqual([queue.waitingCount(), queue.waitingCount('A'), queue.waitingCount('B'), queue.waitingCount('D')], [5, 2, 2, 0]);
     // A1 started alone; A2 was queued before B1, but A was served last.
     for (const name of ['A1', 'B1', 'C1', 'A2', 'B2', 'A3']) {
       await new Promise((r) => setImmediate(r));
-      tasks.get(name)!.release();
+      release(name);
     }
     await Promise.all(all);
     assert.deepEqual(log, ['A1', 'B1', 'C1', 'A2', 'B2', 'A3']);
@@ -173,26 +179,20 @@ describe('fair queue', () => {
 
   it('runs two at a time when asked, never two of one key: a key waits for its own, not for another key', async () => {
     const queue = new FairQueue({ perKey: 10, total: 100, retryAfterS: 1 }, 2);
-    const log: string[] = [];
-    const tasks = new Map<string, ReturnType<typeof gated>>();
-    const add = (key: string, name: string) => {
-      const t = gated(log, name);
-      tasks.set(name, t);
-      return queue.run(key, t.task);
-    };
+    const { log, add, release } = gatedQueue(queue);
     const all = [add('A', 'A1'), add('A', 'A2'), add('A', 'A3'), add('B', 'B1'), add('B', 'B2'), add('C', 'C1')];
-    // A1 and B1 run; A2 waits for A1 although a slot would be free for it alone.
+    // A1 and B1 run, two at a time; the others wait.
     assert.deepEqual(log, ['A1', 'B1']);
     assert.deepEqual([queue.waitingCount('A'), queue.waitingCount('B'), queue.waitingCount('C')], [2, 1, 1]);
-    tasks.get('B1')!.release();
+    release('B1');
     await new Promise((r) => setImmediate(r));
-    // B's slot goes to C, never served, rather than to B2 or to A (which has one running).
+    // B1's slot goes to C (never served), not to A2 (A has A1 running).
     assert.deepEqual(log, ['A1', 'B1', 'C1']);
-    tasks.get('C1')!.release();
+    release('C1');
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(log, ['A1', 'B1', 'C1', 'B2'], 'A still has A1 running: B2 is next');
     for (const name of ['A1', 'B2', 'A2', 'A3']) {
-      tasks.get(name)!.release();
+      release(name);
       await new Promise((r) => setImmediate(r));
     }
     await Promise.all(all);
@@ -297,53 +297,46 @@ describe('PDF analysis helper', () => {
     }
   });
 
+  /** Writes `bytes` to a file and hands it to `use` with a reader limited to `timeoutMs` a file; both go after. */
+  async function withReader(bytes: Buffer, timeoutMs: number, use: (pdf: PdfAnalyzer, file: string) => Promise<void>): Promise<void> {
+    const dir = tempDir();
+    const file = path.join(dir, 'written.pdf');
+    fs.writeFileSync(file, bytes);
+    const pdf = new PdfAnalyzer({ timeoutMs });
+    try {
+      await use(pdf, file);
+    } finally {
+      await pdf.close();
+      fs.rmSync(dir, { recursive: true });
+    }
+  }
+
   it('a PDF padded with 50 MB after its last startxref is read within a 10 s limit, to the same pages', async () => {
     // pdf.js alone searched back through the padding a 64 KB range at a time, from the end again
     // after each range: about 34 s of the one PDF reader, every other workspace waiting.
-    const dir = tempDir();
-    const padded = path.join(dir, 'padded.pdf');
     const form = fs.readFileSync(small.file);
-    fs.writeFileSync(padded, Buffer.concat([form, Buffer.alloc(50 * 1024 * 1024, 0x20), Buffer.from('\n%%EOF\n')]));
-    const pdf = new PdfAnalyzer({ timeoutMs: 10_000 });
-    try {
+    await withReader(Buffer.concat([form, Buffer.alloc(50 * 1024 * 1024, 0x20), Buffer.from('\n%%EOF\n')]), 10_000, async (pdf, padded) => {
       const plain = await pdf.analyse(small.file, 'w');
       assert.equal(plain.pageCount, small.pages.length);
       assert.deepEqual(await pdf.analyse(padded, 'w'), plain);
-    } finally {
-      await pdf.close();
-      fs.rmSync(dir, { recursive: true });
-    }
+    });
   });
 
   it('a PDF with no startxref at all, padded with 50 MB, is rebuilt from its objects within a 10 s limit, as pdf.js does', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'no-startxref.pdf');
     const form = fs.readFileSync(small.file);
     const cut = form.lastIndexOf('startxref');
     assert.ok(cut > 0);
-    fs.writeFileSync(file, Buffer.concat([form.subarray(0, cut), Buffer.alloc(50 * 1024 * 1024, 0x20), Buffer.from('\n%%EOF\n')]));
-    const pdf = new PdfAnalyzer({ timeoutMs: 10_000 });
-    try {
+    await withReader(Buffer.concat([form.subarray(0, cut), Buffer.alloc(50 * 1024 * 1024, 0x20), Buffer.from('\n%%EOF\n')]), 10_000, async (pdf, file) => {
       assert.deepEqual(await pdf.analyse(file, 'w'), await pdf.analyse(small.file, 'w'));
-    } finally {
-      await pdf.close();
-      fs.rmSync(dir, { recursive: true });
-    }
+    });
   });
 
   it('a page in a 50 MB object stream whose /Length is wrong is read within a 20 s limit', async () => {
     // pdf.js searches such a stream for `endstream`, and starts the object again after each range
     // it lacked: 64 KB at a time, about 43 s of the one PDF reader. The ranges are now read ahead.
-    const dir = tempDir();
-    const file = path.join(dir, 'object-stream.pdf');
-    fs.writeFileSync(file, pageInLongObjectStream(50 * 1024 * 1024));
-    const pdf = new PdfAnalyzer({ timeoutMs: 20_000 });
-    try {
+    await withReader(pageInLongObjectStream(50 * 1024 * 1024), 20_000, async (pdf, file) => {
       assert.deepEqual(await pdf.analyse(file, 'w'), { pageCount: 1, pageDimensions: [{ width: 612, height: 792 }] });
-    } finally {
-      await pdf.close();
-      fs.rmSync(dir, { recursive: true });
-    }
+    });
   });
 
   it('finds the last startxref of a file, across the blocks it reads, and how much of the file pdf.js is shown', async () => {
