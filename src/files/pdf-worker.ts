@@ -61,32 +61,58 @@ class FileRanges extends pdfjs.PDFDataRangeTransport {
     const until = Math.min(this.length, Math.max(end, begin + ahead));
     this.lastEnd = until;
     const chunk = new Uint8Array(until - begin);
-    this.handle.read(chunk, 0, chunk.length, begin).then(({ bytesRead }) => this.onDataRange(begin, chunk.subarray(0, bytesRead)), this.failed);
+    this.handle.read(chunk, 0, chunk.length, begin).then(({ bytesRead }) => {
+      // A file shorter than it was would leave pdf.js waiting for the rest until the time limit.
+      if (bytesRead < chunk.length) return this.failed(new Error('the file is shorter than when it was opened'));
+      // A range that comes after pdf.js gave up on the document (an error elsewhere) has no reader
+      // left: pdf.js throws, which must not become an unhandled rejection ending the helper.
+      try {
+        this.onDataRange(begin, chunk);
+      } catch (error) {
+        this.failed(error);
+      }
+    }, this.failed);
   }
 }
 
-async function analyse(file: string): Promise<{ ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }> {
+type Pages = { ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> };
+
+async function analyse(file: string): Promise<Pages> {
   const handle = await open(file, 'r');
   try {
-    return await analyseOpen(file, handle);
+    const { size } = await handle.stat();
+    const at = await lastStartXref(handle, size);
+    const visible = visibleLength(size, at);
+    if (at >= 0) {
+      try {
+        return await readPages({ ranges: handle, length: visible });
+      } catch (error) {
+        // Shown the whole file, pdf.js may still read one whose view up to its last `startxref`
+        // it could not: one it rebuilds from objects past that point, or one linearized on the
+        // whole file (pdf.js checks the length it is told). It is then handed the whole file, in
+        // memory, where its searches cost no more than a pass over the bytes.
+        if (visible === size) throw error;
+      }
+    }
   } finally {
     await handle.close();
   }
+  // No `startxref` at all (or the view up to it unreadable): pdf.js reads every byte to rebuild the
+  // cross-references, so it is handed them at once; a range at a time, its search back from the end
+  // would restart after each range (pdf-tail.ts).
+  return readPages({ whole: await readFile(file) });
 }
 
-async function analyseOpen(file: string, handle: FileHandle): Promise<{ ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }> {
-  const { size } = await handle.stat();
-  const at = await lastStartXref(handle, size);
+/** Opens the file with pdf.js (its ranges through `FileRanges`, or all of it at once) and reads every page's size. */
+async function readPages(source: { ranges: FileHandle; length: number } | { whole: Buffer }): Promise<Pages> {
   let readFailed: (error: unknown) => void = () => {};
   const failure = new Promise<never>((_, reject) => (readFailed = reject));
   failure.catch(() => {});
-  // No `startxref` at all: pdf.js reads every byte to rebuild the cross-references, so it is handed
-  // them at once; a range at a time, its search back from the end would restart after each range
-  // (pdf-tail.ts). (A `Uint8Array` over the buffer: pdf.js refuses a Node `Buffer`.)
-  const whole = at < 0 ? await readFile(file) : null;
-  const source = whole ? { data: new Uint8Array(whole.buffer, whole.byteOffset, whole.byteLength) } : { range: new FileRanges(handle, visibleLength(size, at), (error) => readFailed(error)) };
   const task = pdfjs.getDocument({
-    ...source,
+    // (A `Uint8Array` over the buffer: pdf.js refuses a Node `Buffer`.)
+    ...('whole' in source
+      ? { data: new Uint8Array(source.whole.buffer, source.whole.byteOffset, source.whole.byteLength) }
+      : { range: new FileRanges(source.ranges, source.length, (error) => readFailed(error)) }),
     disableAutoFetch: true,
     disableStream: true,
     rangeChunkSize: RANGE_CHUNK,

@@ -71,7 +71,9 @@ export class PdfAnalyzer {
   constructor(options: PdfAnalyzerOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? PDF_ANALYSIS_DEFAULTS.timeoutMs;
     this.maxRssBytes = (options.maxRssMb ?? PDF_ANALYSIS_DEFAULTS.maxRssMb) * 1024 * 1024;
-    this.queue = new FairQueue(options.queue ?? PDF_ANALYSIS_DEFAULTS.queue, options.helpers ?? PDF_ANALYSIS_DEFAULTS.helpers);
+    const helpers = options.helpers ?? PDF_ANALYSIS_DEFAULTS.helpers;
+    if (!Number.isInteger(helpers) || helpers < 1) throw new RangeError(`helpers must be a whole number of at least 1, not ${helpers}`);
+    this.queue = new FairQueue(options.queue ?? PDF_ANALYSIS_DEFAULTS.queue, helpers);
   }
 
   /** Reads `path` in its workspace's turn; rejects with `QueueFull` when that workspace already has its share waiting. */
@@ -121,6 +123,8 @@ export class PdfAnalyzer {
     let rss = await residentBytes(started.process.pid ?? -1);
     if (rss !== null && rss > this.maxRssBytes && started.reads > 0) {
       this.retire(started.process);
+      // No new helper once closing: `close` has already ended the ones it knew.
+      if (this.closed) throw new Error('the PDF reader is shutting down');
       started = used.helper = this.start();
       await started.ready;
       rss = await residentBytes(started.process.pid ?? -1);
