@@ -90,16 +90,19 @@ async function analyse(file: string): Promise<Pages> {
         // Shown the whole file, pdf.js may still read one whose view up to its last `startxref`
         // it could not: one it rebuilds from objects past that point, or one linearized on the
         // whole file (pdf.js checks the length it is told). It is then handed the whole file, in
-        // memory, where its searches cost no more than a pass over the bytes.
-        if (visible === size) throw error;
+        // memory, where its searches cost no more than a pass over the bytes. A refusal (too many
+        // pages, an empty page box) or a password is an answer about the document read, not a
+        // failure to read it: it is reported as it is, without a second read.
+        if (visible === size || error instanceof Refusal || (error as { name?: unknown } | null)?.name === 'PasswordException') throw error;
       }
     }
   } finally {
     await handle.close();
   }
-  // No `startxref` at all (or the view up to it unreadable): pdf.js reads every byte to rebuild the
-  // cross-references, so it is handed them at once; a range at a time, its search back from the end
-  // would restart after each range (pdf-tail.ts).
+  // No `startxref` at all, or the view up to it unreadable: pdf.js may have to rebuild the
+  // cross-references from every byte, so it is handed them at once; a range at a time, its searches
+  // would restart after each range (pdf-tail.ts). The cost, on a hostile file read twice: the
+  // helper's time twice over and the file's size in memory, within its 60 s and 512 MB.
   return readPages({ whole: await readFile(file) });
 }
 

@@ -55,6 +55,18 @@ interface Helper {
   ready: Promise<void>;
   /** Files handed to it so far. */
   reads: number;
+  /** Its resident memory before its first file, once measured. */
+  idleRss?: number;
+}
+
+/**
+ * Whether `helper`, holding `rss` bytes before its next file, is replaced by a new one first: past
+ * the limit, or more than a quarter of the limit above what it held before its first file. A
+ * helper that has read nothing yet is never replaced (a new one would be the same).
+ */
+export function helperToReplace(helper: { reads: number; idleRss?: number }, rss: number | null, maxRssBytes: number): boolean {
+  if (rss === null || helper.reads === 0) return false;
+  return rss > maxRssBytes || (helper.idleRss !== undefined && rss - helper.idleRss > maxRssBytes / 4);
 }
 
 export class PdfAnalyzer {
@@ -118,16 +130,20 @@ export class PdfAnalyzer {
     let started = used.helper;
     await started.ready;
     // Measured once before the file is handed over, not only every 25 ms while it is read (a small
-    // file can be read between two samples): a helper already past the limit (memory kept from
-    // earlier files) is replaced; a new helper past it means no file can be read within the limit.
+    // file can be read between two samples). A helper that earlier files left holding more than a
+    // quarter of the limit above what it held before its first file (pdf.js and V8 keep much of
+    // what a large file took) is replaced first, so that a file is not refused for memory an earlier
+    // one took; a new helper past the limit means no file can be read within it.
     let rss = await residentBytes(started.process.pid ?? -1);
-    if (rss !== null && rss > this.maxRssBytes && started.reads > 0) {
+    if (started.reads === 0) started.idleRss = rss ?? undefined;
+    if (helperToReplace(started, rss, this.maxRssBytes)) {
       this.retire(started.process);
       // No new helper once closing: `close` has already ended the ones it knew.
       if (this.closed) throw new Error('the PDF reader is shutting down');
       started = used.helper = this.start();
       await started.ready;
       rss = await residentBytes(started.process.pid ?? -1);
+      started.idleRss = rss ?? undefined;
     }
     if (rss !== null && rss > this.maxRssBytes) {
       this.retire(started.process);

@@ -12,7 +12,7 @@ import { inspectDocx } from '../../src/files/docx.js';
 import { UnreadableDocument } from '../../src/files/errors.js';
 import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
 import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
-import { PdfAnalyzer } from '../../src/files/pdf.js';
+import { helperToReplace, PdfAnalyzer } from '../../src/files/pdf.js';
 import { lastStartXref, visibleLength } from '../../src/files/pdf-tail.js';
 import { contentDisposition } from '../../src/http/document-answer.js';
 import { cleanFilename } from '../../src/http/document-answer.js';
@@ -295,6 +295,18 @@ describe('PDF analysis helper', () => {
     } finally {
       await tight.close();
     }
+  });
+
+  it('a helper left holding more than a quarter of its limit above its idle memory is replaced before the next file', () => {
+    const mb = 1024 * 1024;
+    const limit = 512 * mb;
+    assert.equal(helperToReplace({ reads: 0, idleRss: 90 * mb }, 600 * mb, limit), false, 'a helper that has read nothing is kept (a new one would be the same)');
+    assert.equal(helperToReplace({ reads: 3, idleRss: 90 * mb }, 210 * mb, limit), false, '120 MB kept: under a quarter');
+    assert.equal(helperToReplace({ reads: 3, idleRss: 90 * mb }, 230 * mb, limit), true, '140 MB kept: over a quarter');
+    assert.equal(helperToReplace({ reads: 3, idleRss: 300 * mb }, 420 * mb, limit), false, 'measured from its own idle memory, not from zero');
+    assert.equal(helperToReplace({ reads: 1 }, 513 * mb, limit), true, 'past the limit');
+    assert.equal(helperToReplace({ reads: 1 }, 400 * mb, limit), false, 'no idle measure: only the limit counts');
+    assert.equal(helperToReplace({ reads: 1, idleRss: 90 * mb }, null, limit), false, 'no measure: kept');
   });
 
   /** Writes `bytes` to a file and hands it to `use` with a reader limited to `timeoutMs` a file; both go after. */
