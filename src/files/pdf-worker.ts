@@ -20,6 +20,8 @@ export interface PdfRequest {
 export type PdfReply =
   /** Sent once, when the helper's modules are loaded: files may be sent (their time limit starts). */
   | { id: 0; ready: true }
+  /** Sent as soon as a file's request arrives, before it is read: a helper that stops before this never had the file. */
+  | { id: number; received: true }
   | { id: number; ok: true; pageCount: number; pageDimensions: Array<{ width: number; height: number }> }
   | { id: number; ok: true; docx: DocxInfo }
   | { id: number; ok: false; reason: string };
@@ -162,6 +164,7 @@ function describe(error: unknown, kind: PdfRequest['kind']): string {
 
 const reply = (message: PdfReply) => process.send?.(message);
 process.on('message', (request: PdfRequest) => {
+  reply({ id: request.id, received: true });
   const work = request.kind === 'docx' ? inspectDocx(request.path).then((docx) => ({ ok: true as const, docx })) : analyse(request.path);
   work.then(
     (result) => reply({ id: request.id, ...result }),

@@ -59,6 +59,9 @@ interface Helper {
   idleRss?: number;
 }
 
+/** What `readOn` answers when its helper stopped before the file reached it. */
+const NOT_DELIVERED = Symbol('not delivered');
+
 /**
  * Whether `helper`, holding `rss` bytes before its next file, is replaced by a new one first: past
  * the limit, or more than a quarter of the limit above what it held before its first file. A
@@ -118,13 +121,21 @@ export class PdfAnalyzer {
     // The helper this read ends on (`readOn` may replace the one it was given).
     const used = { helper: this.idle.pop() ?? this.start() };
     try {
-      return await this.readOn<T>(used, path, kind);
+      const first = await this.readOn<T>(used, path, kind);
+      if (first !== NOT_DELIVERED) return first;
+      // The helper stopped before the file reached it (it died while idle, its exit not yet seen
+      // when the file took it): the file is not to blame, and goes to a new helper, once.
+      if (this.closed) throw new Error('the PDF reader is shutting down');
+      used.helper = this.start();
+      const second = await this.readOn<T>(used, path, kind);
+      if (second !== NOT_DELIVERED) return second;
+      throw new Error('the PDF reader stopped twice before it could read the file');
     } finally {
       if (this.live.has(used.helper) && !this.closed) this.idle.push(used.helper);
     }
   }
 
-  private async readOn<T>(used: { helper: Helper }, path: string, kind: PdfRequest['kind']): Promise<T> {
+  private async readOn<T>(used: { helper: Helper }, path: string, kind: PdfRequest['kind']): Promise<T | typeof NOT_DELIVERED> {
     const what = kind === 'pdf' ? 'the PDF' : 'the DOCX';
     const tooBig = () => new UnreadableDocument(`reading ${what} needs more than ${Math.round(this.maxRssBytes / 1024 / 1024)} MB of memory, more than is allowed for one file`);
     let started = used.helper;
@@ -152,9 +163,11 @@ export class PdfAnalyzer {
     started.reads += 1;
     const helper = started.process;
     const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<T | typeof NOT_DELIVERED>((resolve, reject) => {
       let settled = false;
-      const finish = (outcome: T | Error) => {
+      // Whether the helper said it has the file: stopping before that, it never read it.
+      let received = false;
+      const finish = (outcome: T | Error | typeof NOT_DELIVERED) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -176,16 +189,27 @@ export class PdfAnalyzer {
         this.retire(helper);
         finish(tooBig());
       });
+      const notDelivered = () => {
+        this.retire(helper);
+        finish(NOT_DELIVERED);
+      };
       const onMessage = (reply: PdfReply) => {
         if (reply.id !== id || 'ready' in reply) return;
+        if ('received' in reply) {
+          received = true;
+          return;
+        }
         if (!reply.ok) finish(new UnreadableDocument(reply.reason));
         else finish(('docx' in reply ? reply.docx : { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions }) as T);
       };
-      const onExit = () => finish(new UnreadableDocument(`${what} could not be read (the reader stopped on it)`));
+      const onExit = () => (received ? finish(new UnreadableDocument(`${what} could not be read (the reader stopped on it)`)) : notDelivered());
       helper.on('message', onMessage);
       helper.on('exit', onExit);
       helper.ref(); // a file in progress keeps the process alive
-      helper.send({ id, path, kind } satisfies PdfRequest);
+      // A send to a helper whose channel has closed fails here (not as an 'error' event).
+      helper.send({ id, path, kind } satisfies PdfRequest, (error) => {
+        if (error) notDelivered();
+      });
     });
   }
 

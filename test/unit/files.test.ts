@@ -241,6 +241,25 @@ describe('PDF analysis helper', () => {
     }
   });
 
+  it('a helper that died while idle is not handed the next file: that file is read by a new helper at once', async () => {
+    const pdf = new PdfAnalyzer({ timeoutMs: 20_000, helpers: 1 });
+    try {
+      assert.equal((await pdf.analyse(small.file, 'w')).pageCount, small.pages.length, 'the helper is up');
+      const [helper] = helpers();
+      assert.ok(helper, 'the helper runs');
+      // Killed while idle, and the next file asked for at once: the pool still lists the helper
+      // when the file takes it (its exit not yet seen). Sent to it, the file used to wait for its
+      // whole time limit, the exit having come before anyone listened for it.
+      process.kill(helper, 'SIGKILL');
+      const started = Date.now();
+      assert.equal((await pdf.analyse(other.file, 'w')).pageCount, other.pages.length, 'the next file is read');
+      assert.ok(Date.now() - started < 10_000, `read in ${Date.now() - started} ms, not after the time limit`);
+      assert.ok(!helpers().includes(helper), 'the dead helper is gone');
+    } finally {
+      await pdf.close();
+    }
+  });
+
   it('with one helper, workspaces take turns: B waits for at most the one file of A being read; a workspace may have 4 files waiting', async () => {
     const pdf = new PdfAnalyzer({ queue: { perKey: 4, total: 64, retryAfterS: 10 }, helpers: 1 });
     try {
