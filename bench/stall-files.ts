@@ -16,6 +16,9 @@
  *   the `startxref` back through the padding a range at a time, 34 s of the one PDF reader).
  * - #6d the same with a 50 MB PDF whose page is in an object stream with a wrong `/Length` (pdf.js
  *   searches it for `endstream`, starting again after each range it lacked: 43 s).
+ * - #6e a DOCX that LibreOffice takes about a minute to convert (16 MB of paragraphs in document.xml):
+ *   A uploads it, then B a one-page DOCX; how long each upload takes (with one conversion at a
+ *   time, B's waited for A's). Run only where LibreOffice is installed, on a server started with it.
  * - #7 the largest result: a parse job on 90 pages of label-and-rule pairs (far more fields than the
  *   5,000 a result keeps), then its result read 100 at a time with `Accept-Encoding: br`, three
  *   times (the answers read raw).
@@ -33,8 +36,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { drawPdf, LABELS_AND_RULES } from '../test/helpers/layout-pdf.js';
 import { newId } from '../src/domain/ids.js';
+import { findSoffice } from '../src/files/libreoffice.js';
 import { createStore } from '../src/store/db.js';
-import { CORPUS, inflatingPdf, makeDocx, makePdf, pageInLongObjectStream } from '../test/helpers/files.js';
+import { bigDocx, CORPUS, inflatingPdf, makeDocx, makePdf, pageInLongObjectStream } from '../test/helpers/files.js';
 import { compressedReads, printReport, rssOf, startServer, underAttack, type AttackRow, type StallServer } from './stall-lib.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -151,30 +155,11 @@ const MB = 1024 * 1024;
 const mb = (bytes: number) => `${Math.round(bytes / MB)} MB`;
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-/** A DOCX with a document.xml of about `bytes` of ordinary paragraphs (varied words, so that it compresses as text does). */
-async function bigDocx(bytes: number): Promise<Buffer> {
-  const words = ['agreement', 'party', 'signature', 'date', 'clause', 'shall', 'hereby', 'the', 'of', 'and', 'terms', 'payment', 'notice', 'witness'];
-  const paragraphs: string[] = [];
-  let size = 0;
-  let seed = 1;
-  while (size < bytes) {
-    let text = '';
-    for (let i = 0; i < 40; i++) {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      text += `${words[seed % words.length]}${seed % 97} `;
-    }
-    const p = `<w:p><w:pPr><w:spacing w:after="120"/></w:pPr><w:r><w:rPr><w:sz w:val="22"/></w:rPr><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
-    paragraphs.push(p);
-    size += p.length;
-  }
-  return makeDocx({
-    documentXml: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraphs.join('')}<w:sectPr><w:pgSz w:w="12240" w:h="15840"/></w:sectPr></w:body></w:document>`,
-  });
-}
-
 console.log('making the attack files…');
 const openTags = await makeDocx({ extra: [{ name: 'word/_rels/document.xml.rels', data: '<Relationships>' + '<Relationship Id="r" '.repeat(50_000), compress: false }] });
 const wideDocx = await bigDocx(48 * MB);
+const longDocx = await bigDocx(16 * MB);
+const oneDocx = await makeDocx();
 const inflating = { 1: await inflatingPdf(1024 ** 3), 3: await inflatingPdf(3 * 1024 ** 3) };
 const onePage = await makePdf([{ width: 612, height: 792 }]);
 const thousandPages = await makePdf(Array.from({ length: 1_000 }, () => ({ width: 612, height: 792 })));
@@ -309,6 +294,32 @@ try {
         };
       }),
     );
+  }
+  // LibreOffice is off in the attacks' server (most machines lack it); this one has it when installed.
+  const name6e = '#6e DOCX conversion: A uploads a DOCX that LibreOffice takes about a minute to convert, then B a 1-page DOCX';
+  const soffice = findSoffice();
+  if ((!only || only.test(name6e)) && !soffice) console.log(`${name6e}: skipped, LibreOffice (soffice) is not installed`);
+  if ((!only || only.test(name6e)) && soffice) {
+    const withLibreOffice = await startServer({ env: { SOFFICE_PATH: soffice } });
+    try {
+      rows.push(
+        await attack(withLibreOffice, name6e, async () => {
+          const started = performance.now();
+          const a = upload(withLibreOffice, withLibreOffice.keyA, 'a-long.docx', longDocx).then((r) => ({ ...r, ms: performance.now() - started }));
+          await sleep(3_000);
+          const bStarted = performance.now();
+          const b = await upload(withLibreOffice, withLibreOffice.keyB, 'b-1.docx', oneDocx);
+          const bMs = performance.now() - bStarted;
+          const aDone = await a;
+          return {
+            outcome: `A's upload (${mb(longDocx.length)} DOCX, ${mb(16 * MB)} of text) answered ${aDone.status}${aDone.body.hint ? ` (${aDone.body.hint})` : ''} after ${s(aDone.ms)}; B's, sent 3 s later, ${b.status} after ${s(bMs)}`,
+            ok: aDone.status === 201 && b.status === 201 && bMs < aDone.ms - 3_000,
+          };
+        }),
+      );
+    } finally {
+      await withLibreOffice.stop();
+    }
   }
   rows.push(
     await attack(server, '#7 a parse job result of 5,000 fields read 100 at a time with Accept-Encoding: br, three times', async () => {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { UnreadableDocument } from './errors.js';
 import { FairQueue, type FairQueueLimits } from './fair-queue.js';
+import { watchGroup, yieldCpu } from './memory-watch.js';
 
 /** Finds `soffice` on the PATH; `null` when LibreOffice is not installed. */
 export function findSoffice(): string | null {
@@ -13,21 +14,34 @@ export function findSoffice(): string | null {
   return found.status === 0 && bin ? bin : null;
 }
 
+export const LIBREOFFICE_DEFAULTS = {
+  /** Conversions at once (each its own soffice, profile and folder); never two of one workspace. */
+  conversions: 2,
+  /** Resident memory all of one conversion's processes may reach together; past it the DOCX answers 422. */
+  maxRssMb: 1024,
+};
+
 /**
- * DOCX → PDF with LibreOffice, one conversion at a time (soffice is heavy and keeps a profile that
- * two instances must not share), workspaces taking turns (`FairQueue`: 2 conversions waiting per
- * workspace, 8 in all; more answer 503 with Retry-After), in a throwaway profile and output folder,
- * with a time limit after which the whole process group is killed.
+ * DOCX → PDF with LibreOffice, two conversions at a time and never two of one workspace,
+ * workspaces taking turns (`FairQueue`: 2 conversions waiting per workspace, 8 in all; more answer
+ * 503 with Retry-After). Each runs in a throwaway profile and output folder, in its own process
+ * group at nice 10, with a time limit and a limit on the group's resident memory after either of
+ * which the whole group is killed.
  */
 export class LibreOfficeConverter {
   private readonly queue: FairQueue;
+  private readonly maxRssBytes: number;
 
   constructor(
     readonly bin: string,
     private readonly timeoutMs = 120_000,
     limits: FairQueueLimits = { perKey: 2, total: 8, retryAfterS: 60 },
+    options: { conversions?: number; maxRssMb?: number } = {},
   ) {
-    this.queue = new FairQueue(limits);
+    const conversions = options.conversions ?? LIBREOFFICE_DEFAULTS.conversions;
+    if (!(Number.isInteger(conversions) && conversions >= 1)) throw new Error(`LibreOffice conversions at once must be a whole number of at least 1 (${conversions})`);
+    this.queue = new FairQueue(limits, conversions);
+    this.maxRssBytes = (options.maxRssMb ?? LIBREOFFICE_DEFAULTS.maxRssMb) * 1024 * 1024;
   }
 
   /** Converts in `workspaceId`'s turn; rejects with `QueueFull` when that workspace already has its share waiting. */
@@ -47,6 +61,7 @@ export class LibreOfficeConverter {
       // Its own process group (to kill it whole) and none of the server's environment (secrets).
       { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, LANG: 'C.UTF-8' } },
     );
+    yieldCpu(child.pid);
     const exited = new Promise<number | null>((resolve, reject) => {
       child.on('error', reject);
       child.on('exit', (code) => resolve(code));
@@ -55,11 +70,19 @@ export class LibreOfficeConverter {
     const timedOut = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.timeoutMs);
     });
+    let stopWatching = () => {};
+    const overMemory = new Promise<'memory'>((resolve) => {
+      if (child.pid !== undefined) stopWatching = watchGroup(child.pid, this.maxRssBytes, () => resolve('memory'));
+    });
     try {
-      const outcome = await Promise.race([exited, timedOut]);
+      const outcome = await Promise.race([exited, timedOut, overMemory]);
       if (outcome === 'timeout') {
         killGroup(child.pid);
         throw new UnreadableDocument(`LibreOffice did not convert the DOCX within ${this.timeoutMs / 1000} s`);
+      }
+      if (outcome === 'memory') {
+        killGroup(child.pid);
+        throw new UnreadableDocument(`converting the DOCX needs more than ${Math.round(this.maxRssBytes / 1024 / 1024)} MB of memory, more than is allowed for one file`);
       }
       const pdf = path.join(work, 'input.pdf');
       if (outcome !== 0 || !fs.existsSync(pdf)) throw new UnreadableDocument('LibreOffice could not convert the DOCX to PDF');
@@ -69,6 +92,7 @@ export class LibreOfficeConverter {
       throw error;
     } finally {
       clearTimeout(timer);
+      stopWatching();
       killGroup(child.pid);
     }
   }

@@ -44,6 +44,75 @@ export async function residentBytes(pid: number): Promise<number | null> {
 }
 
 /**
+ * The processes of process group `pgid` (Linux: every `/proc/<pid>/stat` whose group is it); empty
+ * when they cannot be read. LibreOffice's `soffice` is a script that starts `oosplash`, which
+ * starts `soffice.bin`: the group, made at spawn, holds them all.
+ */
+export async function groupProcesses(pgid: number): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await fsp.readdir('/proc');
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  await Promise.all(
+    entries.map(async (entry) => {
+      if (!/^\d+$/.test(entry)) return;
+      try {
+        const stat = await fsp.readFile(`/proc/${entry}/stat`, 'latin1');
+        // pid (comm) state ppid pgrp …: the command may hold spaces and parentheses.
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        if (Number(fields[2]) === pgid) found.push(Number(entry));
+      } catch {
+        // gone meanwhile
+      }
+    }),
+  );
+  return found;
+}
+
+/**
+ * Samples the resident memory of all of process group `pgid` every `everyMs`, lowers the CPU
+ * priority of each of its processes when first seen (`yieldCpu`: a process started by a script
+ * after the spawn would not have the priority set on the script), and calls `over` (once) when the
+ * group's sum passes `limitBytes`; returns a function that stops watching. Linux only.
+ */
+export function watchGroup(pgid: number, limitBytes: number, over: (rssBytes: number) => void, everyMs = 100): () => void {
+  let reading = false;
+  let stopped = false;
+  const seen = new Set<number>();
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  const sample = async () => {
+    if (reading || stopped) return;
+    reading = true;
+    try {
+      let sum = 0;
+      for (const pid of await groupProcesses(pgid)) {
+        if (!seen.has(pid)) {
+          seen.add(pid);
+          yieldCpu(pid);
+        }
+        sum += (await residentBytes(pid)) ?? 0;
+      }
+      if (!stopped && sum > limitBytes) {
+        stop();
+        over(sum);
+      }
+    } finally {
+      reading = false;
+    }
+  };
+  const timer = setInterval(() => void sample(), everyMs);
+  timer.unref();
+  void sample();
+  return stop;
+}
+
+/**
  * Lowers a helper process's CPU priority (nice 10): a PDF being read or a detection running on
  * every core must never starve the API process of CPU, which answers requests in milliseconds.
  */

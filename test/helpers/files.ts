@@ -238,3 +238,24 @@ export function bodyStoppingHashThread(payload: Buffer): { stream: Readable; sto
   );
   return { stream, stopped: () => stopped };
 }
+
+/** A DOCX with a document.xml of about `bytes` of ordinary paragraphs (varied words, so that it compresses as text does). */
+export async function bigDocx(bytes: number): Promise<Buffer> {
+  const words = ['agreement', 'party', 'signature', 'date', 'clause', 'shall', 'hereby', 'the', 'of', 'and', 'terms', 'payment', 'notice', 'witness'];
+  const paragraphs: string[] = [];
+  let size = 0;
+  let seed = 1;
+  while (size < bytes) {
+    let text = '';
+    for (let i = 0; i < 40; i++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      text += `${words[seed % words.length]}${seed % 97} `;
+    }
+    const p = `<w:p><w:pPr><w:spacing w:after="120"/></w:pPr><w:r><w:rPr><w:sz w:val="22"/></w:rPr><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
+    paragraphs.push(p);
+    size += p.length;
+  }
+  return makeDocx({
+    documentXml: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraphs.join('')}<w:sectPr><w:pgSz w:w="12240" w:h="15840"/></w:sectPr></w:body></w:document>`,
+  });
+}

@@ -503,7 +503,7 @@ describe('LibreOffice conversion', () => {
     fs.rmSync(dir, { recursive: true });
   });
 
-  it('runs one conversion at a time', async () => {
+  it('runs one conversion of a workspace at a time', async () => {
     const log = path.join(tempDir(), 'log');
     // Writes a PDF next to the input, as soffice --convert-to pdf --outdir <dir> does.
     const { bin, dir } = fakeSoffice(`for last; do :; done; echo start >> ${log}; sleep 0.2; echo end >> ${log}; out=$(dirname "$last"); printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
@@ -514,6 +514,54 @@ describe('LibreOffice conversion', () => {
     assert.equal(results.length, 3);
     assert.deepEqual(fs.readFileSync(log, 'utf8').trim().split('\n'), ['start', 'end', 'start', 'end', 'start', 'end']);
     fs.rmSync(dir, { recursive: true });
+  });
+
+  it('converts two workspaces files at once, and a third workspace waits for one of them', async () => {
+    const log = path.join(tempDir(), 'log');
+    // The input's folder name tells the conversions apart; each writes a PDF as soffice does.
+    const { bin, dir } = fakeSoffice(`for last; do :; done; out=$(dirname "$last"); echo "start $(cat "$last")" >> ${log}; sleep 0.5; echo "end $(cat "$last")" >> ${log}; printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
+    const converter = new LibreOfficeConverter(bin, 5000);
+    const docx = (name: string) => {
+      const file = path.join(dir, `${name}.docx`);
+      fs.writeFileSync(file, name);
+      return file;
+    };
+    await Promise.all([converter.convert(docx('A'), 'A'), converter.convert(docx('B'), 'B'), converter.convert(docx('C'), 'C')]);
+    const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
+    assert.deepEqual(lines.slice(0, 2).sort(), ['start A', 'start B'], 'A and B start together');
+    assert.ok(lines.indexOf('start C') > Math.min(lines.indexOf('end A'), lines.indexOf('end B')), `C starts once one has ended: ${lines.join(', ')}`);
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it('kills a conversion whose processes together pass its memory limit, with its children, and says so', async () => {
+    const marker = `formsign-memory-${crypto.randomBytes(4).toString('hex')}`;
+    // The memory is taken by a grandchild, as soffice.bin is started by a script that soffice starts.
+    const { bin, dir } = fakeSoffice(`sh -c 'exec node -e "const b = Buffer.alloc(300 * 1024 * 1024, 1); setTimeout(() => b, 30000)" ${marker}' & wait`);
+    const converter = new LibreOfficeConverter(bin, 20_000, undefined, { maxRssMb: 200 });
+    const docx = path.join(dir, 'in.docx');
+    fs.writeFileSync(docx, 'x');
+    const started = Date.now();
+    await assert.rejects(converter.convert(docx, 'w'), (e: unknown) => e instanceof UnreadableDocument && /needs more than 200 MB of memory/.test(e.message));
+    assert.ok(Date.now() - started < 15_000, 'refused for its memory, not its time');
+    await new Promise((r) => setTimeout(r, 200));
+    const left = execSync(`ps -eo args | grep "${marker}" | grep -v grep || true`, { encoding: 'utf8' });
+    assert.equal(left.trim(), '', 'no process of the conversion is left');
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it('runs every process of a conversion at nice 10, so that the API process gets a core first', async () => {
+    const log = path.join(tempDir(), 'log');
+    const { bin, dir } = fakeSoffice(`for last; do :; done; out=$(dirname "$last"); sleep 0.3; sh -c 'ps -o ni= -p $$' >> ${log}; printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
+    const converter = new LibreOfficeConverter(bin, 5000);
+    const docx = path.join(dir, 'in.docx');
+    fs.writeFileSync(docx, 'x');
+    await converter.convert(docx, 'w');
+    assert.equal(fs.readFileSync(log, 'utf8').trim(), '10');
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it('refuses fewer than one conversion at a time', () => {
+    assert.throws(() => new LibreOfficeConverter('/bin/true', 1000, undefined, { conversions: 0 }), /at least 1/);
   });
 });
 
