@@ -5,3 +5,14 @@ export class UnreadableDocument extends Error {
     this.name = 'UnreadableDocument';
   }
 }
+
+/**
+ * The service cannot read files now (its readers are shutting down, or kept stopping before a file
+ * reached them); the file is not to blame. Answers `503 unavailable` with `Retry-After`.
+ */
+export class ReaderUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReaderUnavailable';
+  }
+}

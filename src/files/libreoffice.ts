@@ -41,7 +41,9 @@ export class LibreOfficeConverter {
     const conversions = options.conversions ?? LIBREOFFICE_DEFAULTS.conversions;
     if (!(Number.isInteger(conversions) && conversions >= 1)) throw new Error(`LibreOffice conversions at once must be a whole number of at least 1 (${conversions})`);
     this.queue = new FairQueue(limits, conversions);
-    this.maxRssBytes = (options.maxRssMb ?? LIBREOFFICE_DEFAULTS.maxRssMb) * 1024 * 1024;
+    const maxRssMb = options.maxRssMb ?? LIBREOFFICE_DEFAULTS.maxRssMb;
+    if (!(Number.isFinite(maxRssMb) && maxRssMb >= 64)) throw new Error(`LibreOffice's memory limit must be a number of at least 64 MB (${maxRssMb})`);
+    this.maxRssBytes = maxRssMb * 1024 * 1024;
   }
 
   /** Converts in `workspaceId`'s turn; rejects with `QueueFull` when that workspace already has its share waiting. */
@@ -88,6 +90,8 @@ export class LibreOfficeConverter {
       if (outcome !== 0 || !fs.existsSync(pdf)) throw new UnreadableDocument('LibreOffice could not convert the DOCX to PDF');
       return pdf;
     } catch (error) {
+      // The group first: a member still running could write into the folder once it is removed.
+      killGroup(child.pid);
       await cleanup(work);
       throw error;
     } finally {

@@ -44,48 +44,73 @@ export async function residentBytes(pid: number): Promise<number | null> {
 }
 
 /**
- * The processes of process group `pgid` (Linux: every `/proc/<pid>/stat` whose group is it); empty
- * when they cannot be read. LibreOffice's `soffice` is a script that starts `oosplash`, which
- * starts `soffice.bin`: the group, made at spawn, holds them all.
+ * The resident memory of process `pid` (Linux), in bytes, while it is still of process group
+ * `pgid` (`NSpgid` of its status, where the kernel gives it: a pid freed and taken by another
+ * process is not counted); `null` when it is gone or cannot be read.
  */
-export async function groupProcesses(pgid: number): Promise<number[]> {
+export async function groupMemberBytes(pid: number, pgid: number): Promise<number | null> {
+  try {
+    const status = await fsp.readFile(`/proc/${pid}/status`, 'latin1');
+    const group = /^NSpgid:\s+(\d+)/m.exec(status);
+    if (group && Number(group[1]) !== pgid) return null;
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status);
+    return kb ? Number(kb[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The processes of process group `pgid` (Linux: every `/proc/<pid>/stat` whose group is it, among
+ * the pids of at least `fromPid`); empty when they cannot be read. LibreOffice's `soffice` is a
+ * script that starts `oosplash`, which starts `soffice.bin`: the group, made at spawn, holds them
+ * all. The files are read 16 at a time, so that a host of thousands of processes does not fill
+ * libuv's thread pool, which the server's own file, hashing and compression work shares.
+ */
+export async function groupProcesses(pgid: number, fromPid = 0): Promise<number[]> {
   let entries: string[];
   try {
     entries = await fsp.readdir('/proc');
   } catch {
     return [];
   }
+  const pids = entries.filter((entry) => /^\d+$/.test(entry) && Number(entry) >= fromPid);
   const found: number[] = [];
-  await Promise.all(
-    entries.map(async (entry) => {
-      if (!/^\d+$/.test(entry)) return;
-      try {
-        const stat = await fsp.readFile(`/proc/${entry}/stat`, 'latin1');
-        // pid (comm) state ppid pgrp …: the command may hold spaces and parentheses.
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        if (Number(fields[2]) === pgid) found.push(Number(entry));
-      } catch {
-        // gone meanwhile
-      }
-    }),
-  );
+  for (let at = 0; at < pids.length; at += 16) {
+    await Promise.all(
+      pids.slice(at, at + 16).map(async (entry) => {
+        try {
+          const stat = await fsp.readFile(`/proc/${entry}/stat`, 'latin1');
+          // pid (comm) state ppid pgrp …: the command may hold spaces and parentheses.
+          const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          if (Number(fields[2]) === pgid) found.push(Number(entry));
+        } catch {
+          // gone meanwhile
+        }
+      }),
+    );
+  }
   return found;
 }
 
 /**
  * Samples the resident memory of all of process group `pgid` every `everyMs`, and calls `over`
  * (once) when the group's sum passes `limitBytes`; returns a function that stops watching. The
- * group's members are looked for (a pass over every process's `/proc/<pid>/stat`) at the first
- * sample and then every `scanEvery` samples; a member is given nice 10 when first seen
- * (`yieldCpu`: a process that a script started before the priority was set on the script would
- * not have it). Linux only. Sampling every 250 ms with a pass a second costs the server about 1 %
- * of a core while a conversion runs (a pass reads about 90 small files here: 5 ms of CPU); a pass
+ * group's members are looked for (a pass over the processes' `/proc/<pid>/stat`) at every sample
+ * until one besides the leader is seen (LibreOffice's `soffice.bin`, which holds the memory, starts
+ * about 0.3 s after the spawn), then every `scanEvery` samples; a pass reads only the pids from the
+ * leader's on (a process started later has a larger pid unless pids wrapped around), and every
+ * tenth pass all of them. A member is given nice 10 when first seen (`yieldCpu`: a process that a
+ * script started before the priority was set on the script would not have it). Linux only.
+ * Sampling every 250 ms with a pass a second costs the server about 1 % of a core while a
+ * conversion runs (a pass over every process read about 90 small files here: 5 ms of CPU); a pass
  * every 100 ms took a tenth of a core.
  */
 export function watchGroup(pgid: number, limitBytes: number, over: (rssBytes: number) => void, everyMs = 250, scanEvery = 4): () => void {
   let reading = false;
   let stopped = false;
   let samples = 0;
+  let passes = 0;
   const members = new Set<number>();
   const stop = () => {
     stopped = true;
@@ -95,17 +120,19 @@ export function watchGroup(pgid: number, limitBytes: number, over: (rssBytes: nu
     if (reading || stopped) return;
     reading = true;
     try {
-      if (samples++ % scanEvery === 0) {
-        for (const pid of await groupProcesses(pgid)) {
+      const seenOthers = [...members].some((pid) => pid !== pgid);
+      if (!seenOthers || samples % scanEvery === 0) {
+        for (const pid of await groupProcesses(pgid, passes++ % 10 === 9 ? 0 : pgid)) {
           if (members.has(pid)) continue;
           members.add(pid);
           yieldCpu(pid);
         }
       }
+      samples++;
       let sum = 0;
       for (const pid of members) {
-        const rss = await residentBytes(pid);
-        if (rss === null) members.delete(pid); // gone
+        const rss = await groupMemberBytes(pid, pgid);
+        if (rss === null) members.delete(pid); // gone (or its pid now another process's)
         else sum += rss;
       }
       if (!stopped && sum > limitBytes) {

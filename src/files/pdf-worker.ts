@@ -29,7 +29,19 @@ export type PdfReply =
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /** A reason of this service's own, fit for the client's hint (unlike pdf.js's exception messages). */
-class Refusal extends Error {}
+class Refusal extends Error {
+  /**
+   * `final`: an answer about the document that a read of the whole file would only repeat (too
+   * many pages, an empty page box). "No pages" is not: a view that lost the objects past its last
+   * `startxref` may show none where the whole file has some.
+   */
+  constructor(
+    message: string,
+    readonly final = true,
+  ) {
+    super(message);
+  }
+}
 
 const RANGE_CHUNK = 65_536;
 /** The most a range is read ahead of what pdf.js asked for. */
@@ -94,8 +106,9 @@ async function analyse(file: string): Promise<Pages> {
         // whole file (pdf.js checks the length it is told). It is then handed the whole file, in
         // memory, where its searches cost no more than a pass over the bytes. A refusal (too many
         // pages, an empty page box) or a password is an answer about the document read, not a
-        // failure to read it: it is reported as it is, without a second read.
-        if (visible === size || error instanceof Refusal || (error as { name?: unknown } | null)?.name === 'PasswordException') throw error;
+        // failure to read it: it is reported as it is, without a second read ("no pages" excepted:
+        // `Refusal.final`).
+        if (visible === size || (error instanceof Refusal && error.final) || (error as { name?: unknown } | null)?.name === 'PasswordException') throw error;
       }
     }
   } finally {
@@ -142,7 +155,7 @@ async function readPages(source: { ranges: FileHandle; length: number } | { whol
       pageDimensions.push(turned ? { width: round(height), height: round(width) } : { width: round(width), height: round(height) });
       page.cleanup();
     }
-    if (doc.numPages < 1) throw new Refusal('the document has no pages');
+    if (doc.numPages < 1) throw new Refusal('the document has no pages', false);
     return { ok: true, pageCount: doc.numPages, pageDimensions };
   } finally {
     await task.destroy();

@@ -1,6 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { UnreadableDocument } from './errors.js';
+import { ReaderUnavailable, UnreadableDocument } from './errors.js';
 import type { DocxInfo } from './docx.js';
 import { FairQueue, type FairQueueLimits } from './fair-queue.js';
 import { residentBytes, watchMemory, yieldCpu } from './memory-watch.js';
@@ -107,7 +107,7 @@ export class PdfAnalyzer {
   }
 
   private enqueue<T>(path: string, kind: PdfRequest['kind'], workspaceId: string): Promise<T> {
-    if (this.closed) return Promise.reject(new Error('the PDF reader is shutting down'));
+    if (this.closed) return Promise.reject(new ReaderUnavailable('the PDF reader is shutting down'));
     return this.queue.run(workspaceId, () => this.read<T>(path, kind));
   }
 
@@ -125,11 +125,13 @@ export class PdfAnalyzer {
       if (first !== NOT_DELIVERED) return first;
       // The helper stopped before the file reached it (it died while idle, its exit not yet seen
       // when the file took it): the file is not to blame, and goes to a new helper, once.
-      if (this.closed) throw new Error('the PDF reader is shutting down');
+      if (this.closed) throw new ReaderUnavailable('the PDF reader is shutting down');
       used.helper = this.start();
       const second = await this.readOn<T>(used, path, kind);
       if (second !== NOT_DELIVERED) return second;
-      throw new Error('the PDF reader stopped twice before it could read the file');
+      // Two helpers in a row stopped before the file reached them: the machine, not the file, is
+      // at fault (out of memory or processes); the client may send it again later.
+      throw new ReaderUnavailable('the PDF reader stopped twice before the file reached it');
     } finally {
       if (this.live.has(used.helper) && !this.closed) this.idle.push(used.helper);
     }
@@ -150,7 +152,7 @@ export class PdfAnalyzer {
     if (helperToReplace(started, rss, this.maxRssBytes)) {
       this.retire(started.process);
       // No new helper once closing: `close` has already ended the ones it knew.
-      if (this.closed) throw new Error('the PDF reader is shutting down');
+      if (this.closed) throw new ReaderUnavailable('the PDF reader is shutting down');
       started = used.helper = this.start();
       await started.ready;
       rss = await residentBytes(started.process.pid ?? -1);
@@ -174,6 +176,7 @@ export class PdfAnalyzer {
         stopWatching();
         helper.off('message', onMessage);
         helper.off('exit', onExit);
+        helper.off('disconnect', decide);
         helper.unref(); // an idle helper does not keep the process alive
         if (outcome instanceof Error) reject(outcome);
         else resolve(outcome);
@@ -202,7 +205,11 @@ export class PdfAnalyzer {
         if (!reply.ok) finish(new UnreadableDocument(reply.reason));
         else finish(('docx' in reply ? reply.docx : { pageCount: reply.pageCount, pageDimensions: reply.pageDimensions }) as T);
       };
-      const onExit = () => (received ? finish(new UnreadableDocument(`${what} could not be read (the reader stopped on it)`)) : notDelivered());
+      const decide = () => (received ? finish(new UnreadableDocument(`${what} could not be read (the reader stopped on it)`)) : notDelivered());
+      // 'exit' may come before the replies still in the channel are read (the event loop was
+      // busy): the helper's acknowledgement may be among them. They are all emitted before the
+      // channel's 'disconnect', so whether the file reached the helper is decided then.
+      const onExit = () => (received || !helper.connected ? decide() : helper.once('disconnect', decide));
       helper.on('message', onMessage);
       helper.on('exit', onExit);
       helper.ref(); // a file in progress keeps the process alive
@@ -275,7 +282,7 @@ export class PdfAnalyzer {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.queue.clear(new Error('the PDF reader is shutting down'));
+    this.queue.clear(new ReaderUnavailable('the PDF reader is shutting down'));
     const helpers = [...this.live].map((h) => h.process);
     this.live.clear();
     this.idle.length = 0;

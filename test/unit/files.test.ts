@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execSync } from 'node:child_process';
+import { execSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +12,7 @@ import { inspectDocx } from '../../src/files/docx.js';
 import { UnreadableDocument } from '../../src/files/errors.js';
 import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
 import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
+import { groupMemberBytes, groupProcesses } from '../../src/files/memory-watch.js';
 import { helperToReplace, PdfAnalyzer } from '../../src/files/pdf.js';
 import { lastStartXref, visibleLength } from '../../src/files/pdf-tail.js';
 import { contentDisposition } from '../../src/http/document-answer.js';
@@ -560,8 +561,30 @@ describe('LibreOffice conversion', () => {
     fs.rmSync(dir, { recursive: true });
   });
 
-  it('refuses fewer than one conversion at a time', () => {
+  it('refuses fewer than one conversion at a time, and a memory limit that is no number or under 64 MB', () => {
     assert.throws(() => new LibreOfficeConverter('/bin/true', 1000, undefined, { conversions: 0 }), /at least 1/);
+    for (const maxRssMb of [Number.NaN, 0, -5, 10]) {
+      assert.throws(() => new LibreOfficeConverter('/bin/true', 1000, undefined, { maxRssMb }), /at least 64 MB/, String(maxRssMb));
+    }
+    assert.ok(new LibreOfficeConverter('/bin/true', 1000, undefined, { maxRssMb: 64 }));
+  });
+
+  it('counts a process memory only while it is still of the watched process group', async (t) => {
+    if (!fs.existsSync('/proc/self/status')) return t.skip('no /proc');
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { detached: true, stdio: 'ignore' });
+    try {
+      const pid = child.pid!;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const own = await groupMemberBytes(pid, pid);
+      assert.ok(own !== null && own > 1024 * 1024, `its own group: ${own}`);
+      // The same pid, asked for as a member of another group (as after the member died and its
+      // pid went to an unrelated process): not counted.
+      assert.equal(await groupMemberBytes(pid, pid + 1), null);
+      assert.deepEqual(await groupProcesses(pid), [pid]);
+      assert.deepEqual(await groupProcesses(pid, pid + 1), []);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
 

@@ -7,7 +7,7 @@ import { sha256Counter } from '../../blobs/sha256.js';
 import { BlobNotFound, UploadGone, type ByteRange } from '../../blobs/store.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { UnsupportedFileType } from '../../files/analyze.js';
-import { UnreadableDocument } from '../../files/errors.js';
+import { ReaderUnavailable, UnreadableDocument } from '../../files/errors.js';
 import { QueueFull } from '../../files/fair-queue.js';
 import { deleteDocument } from '../../services/delete-document.js';
 import { updateDocument } from '../../services/update-document.js';
@@ -65,6 +65,9 @@ function asUploadError(error: unknown, maxBytes: number): unknown {
   // Received for longer than the sweep's grace period (another server's, with a shorter request
   // time limit, may have swept it): nothing of it was kept; the client may send it again.
   if (error instanceof UploadGone) return new AppError('unavailable', 'The upload took longer than the service keeps an unfinished upload; nothing was stored. Send it again.', { 'retry-after': '1' });
+  if (error instanceof ReaderUnavailable) {
+    return new AppError('unavailable', `The service cannot read uploads just now (${error.message}); nothing was stored. Send it again.`, { 'retry-after': '1' });
+  }
   if (error instanceof QueueFull) {
     return new AppError('unavailable', `The service is busy reading uploads (${error.message}); send this one again in ${error.retryAfterS} s.`, {
       'retry-after': String(error.retryAfterS),
