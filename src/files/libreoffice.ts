@@ -14,6 +14,20 @@ export function findSoffice(): string | null {
   return found.status === 0 && bin ? bin : null;
 }
 
+/**
+ * Coreutils' (or BusyBox's) `timeout` on the PATH, `null` without one. A conversion runs under it
+ * with a deadline a little past its own time limit, so that it ends even when the server that
+ * started it died (it is in a process group of its own, which the server's death does not end).
+ */
+export function findTimeout(): string | null {
+  const found = spawnSync('sh', ['-c', 'command -v timeout'], { encoding: 'utf8' });
+  const bin = found.stdout.trim().split('\n')[0];
+  return found.status === 0 && bin ? bin : null;
+}
+
+/** How long past a conversion's time limit its `timeout` kills the group: the server's own kill comes first. */
+export const DEADLINE_GRACE_S = 2;
+
 export const LIBREOFFICE_DEFAULTS = {
   /** Conversions at once (each its own soffice, profile and folder); never two of one workspace. */
   conversions: 2,
@@ -31,13 +45,16 @@ export const LIBREOFFICE_DEFAULTS = {
 export class LibreOfficeConverter {
   private readonly queue: FairQueue;
   private readonly maxRssBytes: number;
+  /** `timeout`, under which each conversion runs (`findTimeout`); `null`: none, the server's kill alone. */
+  private readonly timeoutBin: string | null;
 
   constructor(
     readonly bin: string,
     private readonly timeoutMs = 120_000,
     limits: FairQueueLimits = { perKey: 2, total: 8, retryAfterS: 60 },
-    options: { conversions?: number; maxRssMb?: number } = {},
+    options: { conversions?: number; maxRssMb?: number; timeoutBin?: string | null } = {},
   ) {
+    this.timeoutBin = options.timeoutBin === undefined ? findTimeout() : options.timeoutBin;
     const conversions = options.conversions ?? LIBREOFFICE_DEFAULTS.conversions;
     if (!(Number.isInteger(conversions) && conversions >= 1)) throw new Error(`LibreOffice conversions at once must be a whole number of at least 1 (${conversions})`);
     this.queue = new FairQueue(limits, conversions);
@@ -57,9 +74,13 @@ export class LibreOfficeConverter {
     const input = path.join(work, 'input.docx');
     await fsp.copyFile(docx, input);
     const profile = `file://${path.join(work, 'profile')}`;
+    const args = [`-env:UserInstallation=${profile}`, '--headless', '--norestore', '--nolockcheck', '--convert-to', 'pdf', '--outdir', work, input];
+    // Under `timeout`, the group leader is `timeout` itself: on its deadline it kills the whole
+    // group (it signals its own group), whether or not this server is still alive to do it.
+    const deadlineS = Math.ceil(this.timeoutMs / 1000) + DEADLINE_GRACE_S;
     const child = spawn(
-      this.bin,
-      [`-env:UserInstallation=${profile}`, '--headless', '--norestore', '--nolockcheck', '--convert-to', 'pdf', '--outdir', work, input],
+      this.timeoutBin ?? this.bin,
+      this.timeoutBin ? ['-s', 'KILL', String(deadlineS), this.bin, ...args] : args,
       // Its own process group (to kill it whole) and none of the server's environment (secrets).
       { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, LANG: 'C.UTF-8' } },
     );

@@ -517,6 +517,34 @@ describe('LibreOffice conversion', () => {
     fs.rmSync(dir, { recursive: true });
   });
 
+  it('ends a conversion by its deadline even when the server that started it was killed', async () => {
+    const marker = `formsign-orphan-${crypto.randomBytes(4).toString('hex')}`;
+    const { bin, dir } = fakeSoffice(`sh -c 'sleep 30; echo ${marker}' & sleep 30`);
+    const docx = path.join(dir, 'in.docx');
+    fs.writeFileSync(docx, 'x');
+    // A server (a process of its own) starts a conversion with a 1 s limit and is then killed.
+    const script = path.join(dir, 'server.ts');
+    const module = new URL('../../src/files/libreoffice.ts', import.meta.url).href;
+    fs.writeFileSync(script, `import { LibreOfficeConverter } from '${module}';\nvoid new LibreOfficeConverter('${bin}', 1000).convert('${docx}', 'w').catch(() => {});\nsetTimeout(() => {}, 60_000);\n`);
+    const server = spawn(process.execPath, ['--import', 'tsx', script], { stdio: 'ignore' });
+    const running = () => execSync(`ps -eo args | grep "${marker}" | grep -v grep || true`, { encoding: 'utf8' }).trim() !== '';
+    try {
+      const until = Date.now() + 20_000;
+      while (!running() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(running(), 'the conversion started');
+      server.kill('SIGKILL');
+      // Its deadline: the 1 s limit and DEADLINE_GRACE_S (2 s) after its start.
+      const gone = Date.now() + 6_000;
+      while (running() && Date.now() < gone) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(running(), false, 'no process of the conversion is left once its deadline has passed');
+    } finally {
+      server.kill('SIGKILL');
+      // ("[f]…": a pattern that does not match this command's own shell.)
+      execSync(`pkill -KILL -f "[f]${marker.slice(1)}" || true`);
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+
   it('converts two workspaces files at once, and a third workspace waits for one of them', async () => {
     const log = path.join(tempDir(), 'log');
     // The input's folder name tells the conversions apart; each writes a PDF as soffice does.
