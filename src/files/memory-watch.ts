@@ -96,9 +96,9 @@ export async function groupProcesses(pgid: number, fromPid = 0): Promise<number[
 /**
  * Samples the resident memory of all of process group `pgid` every `everyMs`, and calls `over`
  * (once) when the group's sum passes `limitBytes`; returns a function that stops watching. The
- * group's members are looked for (a pass over the processes' `/proc/<pid>/stat`) at every sample
- * until one besides the leader is seen (LibreOffice's `soffice.bin`, which holds the memory, starts
- * about 0.3 s after the spawn), then every `scanEvery` samples; a pass reads only the pids from the
+ * group's members are looked for (a pass over the processes' `/proc/<pid>/stat`) at each of the
+ * first `eagerSamples` samples (LibreOffice's `soffice.bin`, which holds the memory, starts about
+ * 0.3 s after the spawn, the script and `oosplash` before it), then every `scanEvery` samples; a pass reads only the pids from the
  * leader's on (a process started later has a larger pid unless pids wrapped around), and every
  * tenth pass all of them. A member is given nice 10 when first seen (`yieldCpu`: a process that a
  * script started before the priority was set on the script would not have it). Linux only.
@@ -106,7 +106,7 @@ export async function groupProcesses(pgid: number, fromPid = 0): Promise<number[
  * conversion runs (a pass over every process read about 90 small files here: 5 ms of CPU); a pass
  * every 100 ms took a tenth of a core.
  */
-export function watchGroup(pgid: number, limitBytes: number, over: (rssBytes: number) => void, everyMs = 250, scanEvery = 4): () => void {
+export function watchGroup(pgid: number, limitBytes: number, over: (rssBytes: number) => void, everyMs = 250, scanEvery = 4, eagerSamples = 8): () => void {
   let reading = false;
   let stopped = false;
   let samples = 0;
@@ -120,8 +120,7 @@ export function watchGroup(pgid: number, limitBytes: number, over: (rssBytes: nu
     if (reading || stopped) return;
     reading = true;
     try {
-      const seenOthers = [...members].some((pid) => pid !== pgid);
-      if (!seenOthers || samples % scanEvery === 0) {
+      if (samples < eagerSamples || samples % scanEvery === 0) {
         for (const pid of await groupProcesses(pgid, passes++ % 10 === 9 ? 0 : pgid)) {
           if (members.has(pid)) continue;
           members.add(pid);
