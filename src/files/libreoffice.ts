@@ -15,14 +15,18 @@ export function findSoffice(): string | null {
 }
 
 /**
- * Coreutils' (or BusyBox's) `timeout` on the PATH, `null` without one. A conversion runs under it
- * with a deadline a little past its own time limit, so that it ends even when the server that
- * started it died (it is in a process group of its own, which the server's death does not end).
+ * GNU coreutils' `timeout` on the PATH, `null` without one. A conversion runs under it with a
+ * deadline a little past its own time limit, so that it ends even when the server that started it
+ * died (it is in a process group of its own, which the server's death does not end). Only GNU's:
+ * at its deadline it signals its whole process group, where BusyBox's kills only the program it
+ * ran (and its older releases take no `-s`).
  */
 export function findTimeout(): string | null {
   const found = spawnSync('sh', ['-c', 'command -v timeout'], { encoding: 'utf8' });
   const bin = found.stdout.trim().split('\n')[0];
-  return found.status === 0 && bin ? bin : null;
+  if (found.status !== 0 || !bin) return null;
+  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  return version.status === 0 && /GNU coreutils/.test(version.stdout) ? bin : null;
 }
 
 /** How long past a conversion's time limit its `timeout` kills the group: the server's own kill comes first. */

@@ -207,9 +207,9 @@ export class PdfAnalyzer {
       };
       const decide = () => (received ? finish(new UnreadableDocument(`${what} could not be read (the reader stopped on it)`)) : notDelivered());
       // 'exit' may come before the replies still in the channel are read (the event loop was
-      // busy): the helper's acknowledgement may be among them. They are all emitted before the
-      // channel's 'disconnect', so whether the file reached the helper is decided then.
-      const onExit = () => (received || !helper.connected ? decide() : helper.once('disconnect', decide));
+      // busy): the helper's acknowledgement, or even its answer, may be among them. They are all
+      // emitted before the channel's 'disconnect', so the outcome is decided then.
+      const onExit = () => (helper.connected ? helper.once('disconnect', decide) : decide());
       helper.on('message', onMessage);
       helper.on('exit', onExit);
       helper.ref(); // a file in progress keeps the process alive
@@ -253,10 +253,12 @@ export class PdfAnalyzer {
     helper.unref();
     helper.channel?.unref();
     const ready = new Promise<void>((resolve, reject) => {
+      // No file is to blame for a helper that cannot start: the machine is (out of memory or
+      // processes), and the upload that waited for it answers 503.
       const fail = (why: string) => {
         cleanUp();
         this.retire(helper);
-        reject(new Error(why));
+        reject(new ReaderUnavailable(why));
       };
       const timer = setTimeout(() => fail(`the PDF reader did not start within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
       const onMessage = (reply: PdfReply) => {
@@ -265,15 +267,19 @@ export class PdfAnalyzer {
         resolve();
       };
       const onExit = () => fail('the PDF reader stopped while starting');
+      // A process that could not be made at all (EAGAIN, ENOMEM) reports only 'error', no 'exit'.
+      const onError = () => fail('the PDF reader could not be started');
       const cleanUp = () => {
         clearTimeout(timer);
         helper.off('message', onMessage);
         helper.off('exit', onExit);
+        helper.off('error', onError);
         helper.unref();
       };
       helper.ref(); // a start in progress keeps the process alive
       helper.on('message', onMessage);
       helper.on('exit', onExit);
+      helper.on('error', onError);
     });
     const started = { process: helper, ready, reads: 0 };
     this.live.add(started);

@@ -522,19 +522,23 @@ describe('LibreOffice conversion', () => {
     const { bin, dir } = fakeSoffice(`sh -c 'sleep 30; echo ${marker}' & sleep 30`);
     const docx = path.join(dir, 'in.docx');
     fs.writeFileSync(docx, 'x');
-    // A server (a process of its own) starts a conversion with a 1 s limit and is then killed.
+    // A server (a process of its own) starts a conversion with a 4 s limit and is then killed.
     const script = path.join(dir, 'server.ts');
     const module = new URL('../../src/files/libreoffice.ts', import.meta.url).href;
-    fs.writeFileSync(script, `import { LibreOfficeConverter } from '${module}';\nvoid new LibreOfficeConverter('${bin}', 1000).convert('${docx}', 'w').catch(() => {});\nsetTimeout(() => {}, 60_000);\n`);
+    fs.writeFileSync(script, `import { LibreOfficeConverter } from '${module}';\nvoid new LibreOfficeConverter('${bin}', 4000).convert('${docx}', 'w').catch(() => {});\nsetTimeout(() => {}, 60_000);\n`);
     const server = spawn(process.execPath, ['--import', 'tsx', script], { stdio: 'ignore' });
     const running = () => execSync(`ps -eo args | grep "${marker}" | grep -v grep || true`, { encoding: 'utf8' }).trim() !== '';
     try {
       const until = Date.now() + 20_000;
       while (!running() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
       assert.ok(running(), 'the conversion started');
+      const startedAt = Date.now();
       server.kill('SIGKILL');
-      // Its deadline: the 1 s limit and DEADLINE_GRACE_S (2 s) after its start.
-      const gone = Date.now() + 6_000;
+      // The server's death alone does not end the conversion (its own 4 s limit never fires now)…
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.ok(Date.now() - startedAt > 3_500 || running(), 'still running a second after the server died');
+      // …its deadline does: the 4 s limit and DEADLINE_GRACE_S (2 s) after its start.
+      const gone = Date.now() + 8_000;
       while (running() && Date.now() < gone) await new Promise((r) => setTimeout(r, 100));
       assert.equal(running(), false, 'no process of the conversion is left once its deadline has passed');
     } finally {
