@@ -98,9 +98,9 @@ export async function groupProcesses(pgid: number, fromPid = 0): Promise<number[
  * (once) when the group's sum passes `limitBytes`; returns a function that stops watching. The
  * group's members are looked for (a pass over the processes' `/proc/<pid>/stat`) at each of the
  * first `eagerSamples` samples (LibreOffice's `soffice.bin`, which holds the memory, starts about
- * 0.3 s after the spawn, the script and `oosplash` before it), then every `scanEvery` samples; a pass reads only the pids from the
- * leader's on (a process started later has a larger pid unless pids wrapped around), and every
- * tenth pass all of them. A member is given nice 10 when first seen (`yieldCpu`: a process that a
+ * 0.3 s after the spawn, the script and `oosplash` before it), then every `scanEvery` samples. A
+ * pass reads only the pids from the leader's on (a process started later has a larger pid unless
+ * pids wrapped around), and every tenth pass all of them. A member is given nice 10 when first seen (`yieldCpu`: a process that a
  * script started before the priority was set on the script would not have it). Linux only.
  * Sampling every 250 ms with a pass a second costs the server about 1 % of a core while a
  * conversion runs (a pass over every process read about 90 small files here: 5 ms of CPU); a pass
