@@ -20,6 +20,11 @@ export interface PdfAnalyzerOptions {
   queue?: FairQueueLimits;
   /** Helper processes, each reading one file at a time. */
   helpers?: number;
+  /**
+   * The helper's program (`pdf-worker`, speaking `PdfRequest` and `PdfReply` over IPC); tests give
+   * stand-ins that stop at chosen moments.
+   */
+  helperScript?: string;
 }
 
 /**
@@ -81,11 +86,13 @@ export class PdfAnalyzer {
   private readonly queue: FairQueue;
   private readonly timeoutMs: number;
   private readonly maxRssBytes: number;
+  private readonly helperScript: string | undefined;
   private closed = false;
 
   constructor(options: PdfAnalyzerOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? PDF_ANALYSIS_DEFAULTS.timeoutMs;
     this.maxRssBytes = (options.maxRssMb ?? PDF_ANALYSIS_DEFAULTS.maxRssMb) * 1024 * 1024;
+    this.helperScript = options.helperScript;
     const helpers = options.helpers ?? PDF_ANALYSIS_DEFAULTS.helpers;
     if (!Number.isInteger(helpers) || helpers < 1) throw new RangeError(`helpers must be a whole number of at least 1, not ${helpers}`);
     this.queue = new FairQueue(options.queue ?? PDF_ANALYSIS_DEFAULTS.queue, helpers);
@@ -239,7 +246,7 @@ export class PdfAnalyzer {
   /** A new helper, in the pool until it is retired or exits. */
   private start(): Helper {
     const fromSource = import.meta.url.endsWith('.ts');
-    const script = fileURLToPath(new URL(fromSource ? './pdf-worker.ts' : './pdf-worker.js', import.meta.url));
+    const script = this.helperScript ?? fileURLToPath(new URL(fromSource ? './pdf-worker.ts' : './pdf-worker.js', import.meta.url));
     const helper = fork(script, [], {
       // Running from source (tests, under tsx) the helper needs the TypeScript loader too. The
       // heap limit stops runaway JavaScript objects early; `watchMemory` bounds the rest.

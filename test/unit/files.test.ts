@@ -9,7 +9,7 @@ import { DiskBlobStore } from '../../src/blobs/disk.js';
 import { HashLocks } from '../../src/blobs/locks.js';
 import { Staging } from '../../src/blobs/staging.js';
 import { inspectDocx } from '../../src/files/docx.js';
-import { UnreadableDocument } from '../../src/files/errors.js';
+import { ReaderUnavailable, UnreadableDocument } from '../../src/files/errors.js';
 import { FairQueue, QueueFull } from '../../src/files/fair-queue.js';
 import { LibreOfficeConverter } from '../../src/files/libreoffice.js';
 import { groupMemberBytes, groupProcesses } from '../../src/files/memory-watch.js';
@@ -237,6 +237,69 @@ describe('PDF analysis helper', () => {
       const read = await second;
       assert.equal(read.pageCount, other.pages.length, 'the second, valid file is read');
       assert.ok(!helpers().includes(helper), 'the frozen helper is gone');
+    } finally {
+      await pdf.close();
+    }
+  });
+
+  /** A stand-in helper program (plain JavaScript, over the same IPC messages as pdf-worker) that behaves as `body` says. */
+  function standIn(body: string): string {
+    const file = path.join(tempDir(), 'helper.mjs');
+    fs.writeFileSync(file, body);
+    return file;
+  }
+
+  it('a helper that cannot start fails the file as 503-worthy (ReaderUnavailable) at once, not after the 60 s of a start', async () => {
+    const pdf = new PdfAnalyzer({ helperScript: standIn('process.exit(3);') });
+    try {
+      const started = Date.now();
+      await assert.rejects(pdf.analyse(small.file, 'w'), (e: unknown) => e instanceof ReaderUnavailable && /stopped while starting/.test(e.message));
+      assert.ok(Date.now() - started < 20_000, 'not after the start time limit');
+    } finally {
+      await pdf.close();
+    }
+  });
+
+  it('helpers that stop before saying they have the file: a second helper is tried, then ReaderUnavailable (the file is not to blame)', async () => {
+    const count = path.join(tempDir(), 'starts');
+    const script = standIn(`import fs from 'node:fs';\nfs.appendFileSync(${JSON.stringify(count)}, 'x');\nprocess.send({ id: 0, ready: true });\nprocess.on('message', () => process.exit(1));\n`);
+    const pdf = new PdfAnalyzer({ helperScript: script, helpers: 1 });
+    try {
+      await assert.rejects(pdf.analyse(small.file, 'w'), (e: unknown) => e instanceof ReaderUnavailable && /stopped twice/.test(e.message));
+      assert.equal(fs.readFileSync(count, 'utf8'), 'xx', 'two helpers were started for the file');
+    } finally {
+      await pdf.close();
+    }
+  });
+
+  it('a helper that said it has the file and then stopped: the file answers 422, and is not sent to another helper', async () => {
+    const count = path.join(tempDir(), 'starts');
+    const script = standIn(`import fs from 'node:fs';\nfs.appendFileSync(${JSON.stringify(count)}, 'x');\nprocess.send({ id: 0, ready: true });\nprocess.on('message', (m) => process.send({ id: m.id, received: true }, () => process.exit(1)));\n`);
+    const pdf = new PdfAnalyzer({ helperScript: script, helpers: 1 });
+    try {
+      await assert.rejects(pdf.analyse(small.file, 'w'), (e: unknown) => e instanceof UnreadableDocument && /the reader stopped on it/.test(e.message));
+      assert.equal(fs.readFileSync(count, 'utf8'), 'x', 'one helper only');
+    } finally {
+      await pdf.close();
+    }
+  });
+
+  it('a helper that answered and stopped at once: its answer counts, also when this process was busy meanwhile', async () => {
+    const script = standIn(`process.send({ id: 0, ready: true });\nprocess.on('message', (m) => {\n  process.send({ id: m.id, received: true });\n  process.send({ id: m.id, ok: true, pageCount: 7, pageDimensions: [] }, () => process.exit(0));\n});\n`);
+    const pdf = new PdfAnalyzer({ helperScript: script, helpers: 1 });
+    try {
+      // Several files in a row, each to a new helper (the last one stopped): each gets its answer,
+      // also when this process is busy while the helper answers and exits, so that its exit and its
+      // replies are there together when the event loop comes back to them.
+      for (let i = 0; i < 6; i++) {
+        const read = pdf.analyse(small.file, 'w');
+        if (i % 2 === 1) {
+          await new Promise((r) => setTimeout(r, 50)); // the file is on its way to the helper
+          const until = Date.now() + 400;
+          while (Date.now() < until); // busy: nothing of the helper is read meanwhile
+        }
+        assert.equal((await read).pageCount, 7);
+      }
     } finally {
       await pdf.close();
     }
