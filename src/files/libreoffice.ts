@@ -7,11 +7,16 @@ import { UnreadableDocument } from './errors.js';
 import { FairQueue, type FairQueueLimits } from './fair-queue.js';
 import { watchGroup, yieldCpu } from './memory-watch.js';
 
-/** Finds `soffice` on the PATH; `null` when LibreOffice is not installed. */
-export function findSoffice(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v soffice || command -v libreoffice'], { encoding: 'utf8' });
+/** The first of `names` found on the PATH, `null` when none is. */
+function onPath(...names: string[]): string | null {
+  const found = spawnSync('sh', ['-c', names.map((n) => `command -v ${n}`).join(' || ')], { encoding: 'utf8' });
   const bin = found.stdout.trim().split('\n')[0];
   return found.status === 0 && bin ? bin : null;
+}
+
+/** Finds `soffice` on the PATH; `null` when LibreOffice is not installed. */
+export function findSoffice(): string | null {
+  return onPath('soffice', 'libreoffice');
 }
 
 /**
@@ -22,9 +27,8 @@ export function findSoffice(): string | null {
  * ran (and its older releases take no `-s`).
  */
 export function findTimeout(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v timeout'], { encoding: 'utf8' });
-  const bin = found.stdout.trim().split('\n')[0];
-  if (found.status !== 0 || !bin) return null;
+  const bin = onPath('timeout');
+  if (!bin) return null;
   const version = spawnSync(bin, ['--version'], { encoding: 'utf8' });
   return version.status === 0 && /GNU coreutils/.test(version.stdout) ? bin : null;
 }

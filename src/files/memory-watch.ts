@@ -34,13 +34,8 @@ export function watchMemory(pid: number, limitBytes: number, over: (rssBytes: nu
 }
 
 /** The resident memory of a process (Linux), in bytes; `null` when it cannot be read. */
-export async function residentBytes(pid: number): Promise<number | null> {
-  try {
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(await fsp.readFile(`/proc/${pid}/status`, 'latin1'));
-    return kb ? Number(kb[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
+export function residentBytes(pid: number): Promise<number | null> {
+  return statusBytes(pid);
 }
 
 /**
@@ -48,11 +43,18 @@ export async function residentBytes(pid: number): Promise<number | null> {
  * `pgid` (`NSpgid` of its status, where the kernel gives it: a pid freed and taken by another
  * process is not counted); `null` when it is gone or cannot be read.
  */
-export async function groupMemberBytes(pid: number, pgid: number): Promise<number | null> {
+export function groupMemberBytes(pid: number, pgid: number): Promise<number | null> {
+  return statusBytes(pid, pgid);
+}
+
+/** `VmRSS` of `/proc/<pid>/status` in bytes (when `pgid` is given, only while `NSpgid` names it); `null` otherwise. */
+async function statusBytes(pid: number, pgid?: number): Promise<number | null> {
   try {
     const status = await fsp.readFile(`/proc/${pid}/status`, 'latin1');
-    const group = /^NSpgid:\s+(\d+)/m.exec(status);
-    if (group && Number(group[1]) !== pgid) return null;
+    if (pgid !== undefined) {
+      const group = /^NSpgid:\s+(\d+)/m.exec(status);
+      if (group && Number(group[1]) !== pgid) return null;
+    }
     const kb = /^VmRSS:\s+(\d+) kB/m.exec(status);
     return kb ? Number(kb[1]) * 1024 : null;
   } catch {
