@@ -202,6 +202,8 @@ export interface ContextOptions {
   metrics?: { enabled: boolean; token: string | null };
   /** An Idempotency-Key claim's lease (default: the service's, a minute). */
   idempotencyLeaseMs?: number;
+  /** The PDF reader (default: the service's; a test gives one with a stand-in helper program). Closed with the context. */
+  pdf?: PdfAnalyzer;
 }
 
 export async function createTestContext(options: ContextOptions = {}): Promise<TestContext> {
@@ -212,7 +214,7 @@ export async function createTestContext(options: ContextOptions = {}): Promise<T
   const testBlobs = options.makeBlobs ? null : await createTestBlobs(TEST_BLOB_STORE, dataDir, database.store);
   const blobs = options.makeBlobs?.(dataDir, database.store) ?? testBlobs!.blobs;
   const staging = new Staging(path.join(dataDir, 'tmp'));
-  const pdf = new PdfAnalyzer();
+  const pdf = options.pdf ?? new PdfAnalyzer();
   const clock: Clock = options.clock ?? (options.now ? { now: options.now } : systemClock);
   const queue = new JobQueue(database.store, { ...DEFAULT_QUEUE_OPTIONS, now: () => clock.now(), settled: parseJobSettled, ...options.queue });
   let worker: ParseWorker | null = null;
