@@ -656,6 +656,21 @@ describe('LibreOffice conversion', () => {
     fs.rmSync(dir, { recursive: true });
   });
 
+  it('gives nice 10 to a member of the conversion that raised its own priority (the group watch renices each member it finds)', async (t) => {
+    // Only root may lower a niceness: elsewhere a member cannot leave nice 10, and there is nothing to test.
+    if (process.getuid?.() !== 0 || !fs.existsSync('/proc/self/stat')) return t.skip('needs root and /proc');
+    const log = path.join(tempDir(), 'log');
+    // The script (nice 10 from the start) starts a member at nice 0, which then waits for the
+    // watch's passes (every 250 ms in the first 2 s) before it reads its own niceness.
+    const { bin, dir } = fakeSoffice(`for last; do :; done; out=$(dirname "$last"); nice -n -10 sh -c 'sleep 1.2; ps -o ni= -p $$' >> ${log}; printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
+    const converter = new LibreOfficeConverter(bin, 5000);
+    const docx = path.join(dir, 'in.docx');
+    fs.writeFileSync(docx, 'x');
+    await converter.convert(docx, 'w');
+    assert.equal(fs.readFileSync(log, 'utf8').trim(), '10');
+    fs.rmSync(dir, { recursive: true });
+  });
+
   it('refuses fewer than one conversion at a time, and a memory limit that is no number or under 64 MB', () => {
     assert.throws(() => new LibreOfficeConverter('/bin/true', 1000, undefined, { conversions: 0 }), /at least 1/);
     for (const maxRssMb of [Number.NaN, 0, -5, 10]) {
