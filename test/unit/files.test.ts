@@ -305,6 +305,23 @@ describe('PDF analysis helper', () => {
     }
   });
 
+  it('a helper that an earlier file left holding more than a quarter of its limit above its idle memory is replaced before the next file', async () => {
+    const count = path.join(tempDir(), 'starts');
+    // Each file makes the stand-in keep 100 MB more (written to, so resident); it answers its pid as
+    // the page count, so that the helper each file was read on is known.
+    const script = standIn(`import fs from 'node:fs';\nfs.appendFileSync(${JSON.stringify(count)}, 'x');\nconst kept = [];\nprocess.send({ id: 0, ready: true });\nprocess.on('message', (m) => {\n  process.send({ id: m.id, received: true });\n  kept.push(Buffer.alloc(100 * 1024 * 1024, 1));\n  process.send({ id: m.id, ok: true, pageCount: process.pid, pageDimensions: [] });\n});\n`);
+    // A limit of 256 MB: the first file leaves 100 MB over the helper's idle memory, more than 64 MB.
+    const pdf = new PdfAnalyzer({ helperScript: script, helpers: 1, maxRssMb: 256 });
+    try {
+      const first = (await pdf.analyse(small.file, 'w')).pageCount;
+      const second = (await pdf.analyse(small.file, 'w')).pageCount;
+      assert.notEqual(second, first, 'the second file was read by another helper');
+      assert.equal(fs.readFileSync(count, 'utf8'), 'xx', 'a second helper was started');
+    } finally {
+      await pdf.close();
+    }
+  });
+
   it('a helper that died while idle is not handed the next file: that file is read by a new helper at once', async () => {
     const pdf = new PdfAnalyzer({ timeoutMs: 20_000, helpers: 1 });
     try {
