@@ -463,6 +463,25 @@ describe('PDF analysis helper', () => {
     });
   });
 
+  it('a PDF whose view up to its last startxref has no pages, while the whole file has one, is read whole (no pages is not a final answer)', async () => {
+    // The catalog's page tree is empty up to a `startxref` that points at nothing; past it (beyond
+    // what pdf.js is shown at first), the page tree is defined again with a page. Rebuilt from the
+    // view, the document has no pages; rebuilt from the whole file, the later definition wins.
+    const text = [
+      '%PDF-1.4\n',
+      '1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n',
+      '2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n',
+      'trailer\n<< /Root 1 0 R /Size 4 >>\nstartxref\n999999\n%%EOF\n',
+      `%${'x'.repeat(2000)}\n`,
+      '2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n',
+      '3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 400] >>\nendobj\n',
+      'trailer\n<< /Root 1 0 R /Size 4 >>\n',
+    ].join('');
+    await withReader(Buffer.from(text, 'latin1'), 20_000, async (pdf, file) => {
+      assert.deepEqual(await pdf.analyse(file, 'w'), { pageCount: 1, pageDimensions: [{ width: 300, height: 400 }] });
+    });
+  });
+
   it('a range read after pdf.js gave up on a page does not end the helper', async () => {
     // The page's /MediaBox is broken while its /UserUnit, 1.5 MB further (and as far from the
     // cross-references at the end, read first), is still being read: pdf.js fails the page and
