@@ -7,13 +7,13 @@ export const DEFAULT_LIMIT = 20;
 export const MAX_PAGE = 1_000_000_000;
 
 /**
- * Query keys of every list endpoint, as the digits they are on the wire (a whole number ≥ 1 and
- * nothing else: not `1.0`, `0x10`, `1e3` or ` 5`); validation failures here answer
- * `invalid_pagination`.
+ * Query keys of every list endpoint, as the digits they are on the wire (a whole number ≥ 1 in
+ * decimal, leading zeros allowed as in `02`, and nothing else: not `0`, `1.0`, `0x10`, `1e3`,
+ * `+5` or ` 5`); validation failures here answer `invalid_pagination`.
  */
 export const paginationQuery = {
-  page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,9}$', default: '1', description: 'Page number, from 1.' })),
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]*$', default: String(DEFAULT_LIMIT), description: 'Items per page; above 100 is applied as 100.' })),
+  page: Type.Optional(Type.String({ pattern: '^0*[1-9][0-9]{0,9}$', default: '1', description: 'Page number, from 1.' })),
+  limit: Type.Optional(Type.String({ pattern: '^0*[1-9][0-9]*$', default: String(DEFAULT_LIMIT), description: 'Items per page; above 100 is applied as 100.' })),
 };
 
 export interface AppliedPage {

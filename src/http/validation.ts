@@ -103,7 +103,23 @@ export function describeAjvError(error: ErrorObject, context: string, renames?: 
  */
 export function pickAjvError(errors: ErrorObject[]): ErrorObject | undefined {
   const union = errors.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
-  if (!union) return errors[0];
+  if (!union) return unknownKeyFirst(errors[0]);
   const branches = errors.filter((e) => e !== union && e.instancePath.startsWith(union.instancePath));
-  return branches.find((e) => e.keyword !== 'type') ?? union;
+  return unknownKeyFirst(branches.find((e) => e.keyword !== 'type') ?? union);
+}
+
+/**
+ * Ajv checks `required` before `additionalProperties`, so `{"titel": "x"}` would be told that
+ * `title` is required and never hear of `titel`. A missing key beside an unknown one is most often
+ * that key misspelt: the unknown key is named instead (API.md: an unknown key is `400` naming it).
+ */
+function unknownKeyFirst(error: ErrorObject | undefined): ErrorObject | undefined {
+  if (error?.keyword !== 'required') return error;
+  const schema = error.parentSchema as { properties?: Record<string, unknown>; additionalProperties?: unknown } | undefined;
+  const data = error.data as unknown;
+  if (schema?.additionalProperties !== false || data === null || typeof data !== 'object' || Array.isArray(data)) return error;
+  const known = schema.properties ?? {};
+  const unknown = Object.keys(data).find((key) => !Object.hasOwn(known, key));
+  if (unknown === undefined) return error;
+  return { ...error, keyword: 'additionalProperties', params: { additionalProperty: unknown }, message: 'must NOT have additional properties' };
 }

@@ -77,6 +77,8 @@ describe('forms CRUD', () => {
     const before = (await ctx.app.inject({ method: 'GET', url: FORMS, headers })).json().meta.total;
     const cases: Array<[unknown, RegExp]> = [
       [{ title: 'x', titel: 'y' }, /^titel: unknown key/],
+      // A required key misspelt: the unknown key is named, not only the missing one.
+      [{ titel: 'Survey' }, /^titel: unknown key \(allowed: /],
       [{}, /title: is required/],
       [{ title: 5 }, /title: must be a string/],
       [{ title: '' }, /title: must be at least 1 character/],
@@ -250,7 +252,9 @@ describe('forms CRUD', () => {
     assert.deepEqual(past, { success: true, data: [], meta: { total: 25, page: 9, limit: 20 } });
 
     assert.deepEqual((await list('?limit=99999999999999999999')).json().meta, { total: 25, page: 1, limit: 100 });
-    for (const bad of ['?page=0', '?page=-1', '?page=abc', '?page=1.5', '?page=1.0', '?page=0x10', '?page=%205', '?page=+5', '?limit=1e3', '?limit=Infinity', '?limit=0', '?limit=abc', '?limit=', '?page=', '?page=1&page=2', '?page=99999999999999', '?page=1000000001']) {
+    // Leading zeros are still the whole number they write.
+    assert.deepEqual((await list('?page=02&limit=004')).json().meta, { total: 25, page: 2, limit: 4 });
+    for (const bad of ['?page=0', '?page=00', '?limit=000', '?page=-1', '?page=abc', '?page=1.5', '?page=1.0', '?page=0x10', '?page=%205', '?page=+5', '?limit=1e3', '?limit=Infinity', '?limit=0', '?limit=abc', '?limit=', '?page=', '?page=1&page=2', '?page=99999999999999', '?page=1000000001']) {
       const res = await list(bad);
       assert.equal(res.statusCode, 400, bad);
       assert.equal(res.json().code, 'invalid_pagination', bad);
