@@ -140,8 +140,9 @@ describe(`webhook endpoints API (${TEST_DB})`, () => {
     assert.deepEqual([row.secret, row.previous_secret], [rotated.secret, created.secret]);
     await fails(send('POST', `/webhooks/${created.id}/rotate-secret`, { now: true }), 400, 'validation_failed', /now: unknown key/);
 
+    // 200, as every success but a create, a parse job's start and a redelivery (API.md).
     const queued = await send('POST', `/webhooks/${created.id}/test`);
-    assert.equal(queued.statusCode, 202, queued.body);
+    assert.equal(queued.statusCode, 200, queued.body);
     const delivery = queued.json().data;
     assert.equal(delivery.event, 'webhook_test');
     assert.equal(delivery.status, 'pending');
@@ -165,7 +166,7 @@ describe(`webhook endpoints API (${TEST_DB})`, () => {
 
   it("another workspace's endpoints and deliveries answer 404", async () => {
     const mine = await ok(send('POST', '/webhooks', { url: 'https://hooks.example.test/mine', events: ['*'] }), 201);
-    const delivery = (await ok(send('POST', `/webhooks/${mine.id}/test`), 202)).id;
+    const delivery = (await ok(send('POST', `/webhooks/${mine.id}/test`), 200)).id;
     const theirs = (path: string) => `/webhooks/${mine.id}${path}`;
     await fails(send('GET', theirs(''), undefined, other), 404, 'not_found');
     await fails(send('PUT', theirs(''), { enabled: false }, other), 404, 'not_found');
@@ -192,6 +193,7 @@ describe(`webhook endpoints API (${TEST_DB})`, () => {
         assert.ok(operation.summary);
       }
     }
-    assert.ok(spec.paths['/api/v1/webhooks/{id}/test'].post.responses['202']);
+    assert.ok(spec.paths['/api/v1/webhooks/{id}/test'].post.responses['200']);
+    assert.ok(spec.paths['/api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver'].post.responses['202']);
   });
 });

@@ -15279,7 +15279,7 @@ export interface operations {
         };
         responses: {
             /** @description The queued delivery */
-            202: {
+            200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];

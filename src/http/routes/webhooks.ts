@@ -114,11 +114,12 @@ export function webhookRoutes(app: FastifyInstance, deps: RouteDeps): void {
       params: IdParams,
       querystring: NoQuery,
       body: NoBody,
-      response: responses(202, Ok(Delivery)),
+      // 200 (API.md: everything but a create, a parse job's start and a redelivery is 200); the
+      // delivery is queued, as its `status` (`pending`) says.
+      response: responses(200, Ok(Delivery)),
     },
-    handler: async (request, reply) => {
+    handler: async (request) => {
       const delivery = await sendTestEvent(context, workspaceOf(request), pathId(LABEL, request.params.id));
-      reply.code(202);
       return { success: true, data: delivery };
     },
   });
