@@ -67,8 +67,9 @@ export function toAppError(error: unknown, request: FastifyRequest): AppError {
       return new AppError('validation_failed', 'body: the JSON body is empty; send a JSON object');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('validation_failed', 'The Content-Length header does not match the body.');
-    case 'FST_PARTS_LIMIT':
     case 'FST_FILES_LIMIT':
+      return new AppError('validation_failed', 'The upload has more than one file part: send the document as the file part "file", and "title" as a text part.');
+    case 'FST_PARTS_LIMIT':
     case 'FST_FIELDS_LIMIT':
       return new AppError('validation_failed', 'The upload has too many parts: send one part "file" and at most a part "title".');
     case 'FST_PROTO_VIOLATION':

@@ -275,6 +275,16 @@ describe('documents', () => {
       assert.equal((await upload([file(docx, 'links.docx')])).statusCode, 201);
     });
 
+    it('a file sent as a text part, and a title sent as a file, are refused saying so', async () => {
+      const pdf = await makePdf([{ width: 612, height: 792 }]);
+      const text = await upload([{ name: 'file', data: '%PDF-1.4 hello' }]);
+      assert.equal(text.statusCode, 400, text.body);
+      assert.match(text.json().hint, /^file: must be a file part/);
+      const twoFiles = await upload([file(pdf), { name: 'title', data: pdf, filename: 'x.pdf' }]);
+      assert.equal(twoFiles.statusCode, 400, twoFiles.body);
+      assert.match(twoFiles.json().hint, /more than one file part: .*"title" as a text part/);
+    });
+
     it('a title with control characters is refused', async () => {
       const res = await upload([file(await makePdf([{ width: 612, height: 792 }])), { name: 'title', data: 'a\u0000b' }]);
       assert.equal(res.statusCode, 400);

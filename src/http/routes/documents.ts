@@ -47,6 +47,8 @@ async function receive(request: FastifyRequest, temp: TempBlob, maxBytes: number
     } else if (part.fieldname === 'title') {
       if (typeof part.value !== 'string') throw invalid('title', 'must be text');
       title = part.value;
+    } else if (part.fieldname === 'file') {
+      throw invalid('file', 'must be a file part (with a filename in its Content-Disposition), not a text value');
     } else {
       throw invalid(part.fieldname, 'unknown part (allowed: file, title)');
     }
