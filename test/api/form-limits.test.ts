@@ -189,7 +189,7 @@ describe('form and answer limits', () => {
       // `contains` on a multi_select is membership, not a text search: until the question becomes text.
       await create(form, 'rules', { action: 'show', targetQuestionId: target, sourceQuestionId: choices, operator: 'contains', value: 'a' });
       before = await state(form);
-      expectError(await send('PUT', `/forms/${form}/questions/${choices}`, { type: 'short_text' }), 400, 'validation_failed', /^type: the form's rules would hold 101 contains/);
+      expectError(await send('PUT', `/forms/${form}/questions/${choices}`, { type: 'short_text', options: {} }), 400, 'validation_failed', /^type: the form's rules would hold 101 contains/);
       assert.deepEqual(await state(form), before, 'nothing changed');
 
       // Conditions of every kind: 4,001 now; 999 more reach 5,000 exactly, one more is refused.
