@@ -180,6 +180,15 @@ async function serve(config: Config, args: string[]): Promise<void> {
         warn(error);
       },
     });
+    // Checked at start-up, as the database is: a Redis that cannot be reached now is most often a
+    // wrong REDIS_URL, and each process would count on its own without a word (README, Settings).
+    // An outage later is met by counting in the process (docs/decisions.md, Rate limit).
+    try {
+      await redis.ready();
+    } catch (error) {
+      await redis.close();
+      throw new ConfigError('REDIS_URL', `cannot be used: ${(error as Error).message || String(error)}`);
+    }
     limiter = redis;
   } else {
     limiter = new MemoryRateLimiter(config.rateLimitPerMinute);

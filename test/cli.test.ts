@@ -94,6 +94,8 @@ describe('the formsign command', () => {
       [{ DATA_DIR: '/proc/formsign-nonexistent/data' }, /^formsign: invalid configuration: DATA_DIR must be a folder/],
       [{ SOFFICE_PATH: '/nonexistent/soffice' }, /^formsign: invalid configuration: SOFFICE_PATH must be auto, off or the path/],
       [{ HOST: 'formsign-nonexistent.invalid', PORT: '0' }, /^formsign: invalid configuration: HOST cannot be listened on/],
+      // A Redis that cannot be reached at start-up (no server on the port): not a silent count per process.
+      [{ REDIS_URL: 'redis://127.0.0.1:1', PORT: '0' }, /^formsign: invalid configuration: REDIS_URL cannot be used: .*ECONNREFUSED/],
     ] as Array<[NodeJS.ProcessEnv, RegExp]>) {
       const bad = run(['serve'], extra);
       assert.equal(bad.code, 1, JSON.stringify(extra));
