@@ -192,6 +192,7 @@ const HEADERS: Record<string, Json> = {
   WwwAuthenticate: { description: 'The scheme to authenticate with: `Bearer`.', schema: { type: 'string', enum: ['Bearer'] } },
   ContentRange: { description: 'The bytes sent and the file\'s size (`bytes 0-99/46490`); on `416`, the size alone (`bytes */46490`).', schema: { type: 'string' } },
   ContentDisposition: { description: '`attachment` with the name the file was uploaded with (ASCII fallback, and the exact name in RFC 5987 form).', schema: { type: 'string' } },
+  XContentTypeOptions: { description: '`nosniff`: a browser must take the file for the type it is sent as.', schema: { type: 'string', enum: ['nosniff'] } },
   AcceptRanges: { description: 'Byte ranges are served: `bytes`.', schema: { type: 'string', enum: ['bytes'] } },
   CacheControl: { description: '`private, no-cache` with the API key (revalidate with If-None-Match); `private, max-age=…` through a signed URL.', schema: { type: 'string' } },
   IdempotentReplayed: { description: 'Present (`true`) when this answer is the kept answer of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
@@ -408,10 +409,13 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
       if (meta?.operationId === 'downloadDocumentFile') {
         // The download keeps its own validators (the content's hash) and serves ranges.
         const ok = responses['200'] as Json;
-        const fileHeaders = { 'Content-Disposition': ref('headers', 'ContentDisposition'), 'Accept-Ranges': ref('headers', 'AcceptRanges'), 'Cache-Control': ref('headers', 'CacheControl') };
+        const fileHeaders = { 'Content-Disposition': ref('headers', 'ContentDisposition'), 'Accept-Ranges': ref('headers', 'AcceptRanges'), 'Cache-Control': ref('headers', 'CacheControl'), 'X-Content-Type-Options': ref('headers', 'XContentTypeOptions') };
         ok.headers = { ...(ok.headers as Json), ETag: ref('headers', 'ETag'), ...fileHeaders };
         responses['206'] = { ...ok, headers: { ...(ok.headers as Json), 'Content-Range': ref('headers', 'ContentRange') }, description: 'Partial Content: the one range asked for, with its Content-Range' };
-        responses['304'] = { description: 'Not Modified: If-None-Match holds the file\'s ETag (no body)', headers: { ...RATE_HEADERS, ETag: ref('headers', 'ETag') } };
+        responses['304'] = {
+          description: 'Not Modified: If-None-Match holds the file\'s ETag (no body)',
+          headers: { ...RATE_HEADERS, ETag: ref('headers', 'ETag'), 'Accept-Ranges': ref('headers', 'AcceptRanges'), 'Cache-Control': ref('headers', 'CacheControl'), 'X-Content-Type-Options': ref('headers', 'XContentTypeOptions') },
+        };
       }
       const byStatus = new Map<number, ErrorCode[]>();
       for (const code of errorCodes(method, path, operation, meta)) {
@@ -419,6 +423,14 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
         byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
       }
       for (const status of [...byStatus.keys()].sort()) responses[String(status)] = errorResponse(status, byStatus.get(status)!, path.startsWith('/api/v1/') ? method : '', Boolean((operation.requestBody?.content as Json | undefined)?.['multipart/form-data']));
+      if (meta?.operationId === 'downloadDocumentFile') {
+        // The errors its handler answers once it has the file keep `nosniff`; a 416 says the file's size (`bytes */<size>`).
+        for (const [status, response] of Object.entries(responses)) {
+          if (!['416', '500', '503'].includes(status)) continue;
+          const headers = ((response as Json).headers ?? {}) as Json;
+          (response as Json).headers = { ...headers, 'X-Content-Type-Options': ref('headers', 'XContentTypeOptions'), ...(status === '416' ? { 'Content-Range': ref('headers', 'ContentRange') } : {}) };
+        }
+      }
       operation.responses = responses;
     }
   }

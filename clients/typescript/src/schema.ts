@@ -2818,6 +2818,8 @@ export interface components {
         ContentRange: string;
         /** @description `attachment` with the name the file was uploaded with (ASCII fallback, and the exact name in RFC 5987 form). */
         ContentDisposition: string;
+        /** @description `nosniff`: a browser must take the file for the type it is sent as. */
+        XContentTypeOptions: "nosniff";
         /** @description Byte ranges are served: `bytes`. */
         AcceptRanges: "bytes";
         /** @description `private, no-cache` with the API key (revalidate with If-None-Match); `private, max-age=…` through a signed URL. */
@@ -9555,6 +9557,7 @@ export interface operations {
                     "Content-Disposition": components["headers"]["ContentDisposition"];
                     "Accept-Ranges": components["headers"]["AcceptRanges"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9573,6 +9576,7 @@ export interface operations {
                     "Content-Disposition": components["headers"]["ContentDisposition"];
                     "Accept-Ranges": components["headers"]["AcceptRanges"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Content-Range": components["headers"]["ContentRange"];
                     [name: string]: unknown;
                 };
@@ -9589,6 +9593,9 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     ETag: components["headers"]["ETag"];
+                    "Accept-Ranges": components["headers"]["AcceptRanges"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9681,6 +9688,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Content-Range": components["headers"]["ContentRange"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9730,6 +9739,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9747,6 +9757,7 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     [name: string]: unknown;
                 };
                 content: {
