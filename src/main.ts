@@ -161,6 +161,9 @@ async function withStore<T>(config: Config, work: (store: Store) => Promise<T>):
   }
 }
 
+/** How long `serve` waits for Redis at start-up (the client's connect timeout is 2 s). */
+const REDIS_START_TIMEOUT_MS = 5000;
+
 async function serve(config: Config, args: string[]): Promise<void> {
   const { values: flags } = parseArgs({ args, options: { 'no-worker': { type: 'boolean', default: false } }, strict: true });
   const store = await openMigratedStore(config);
@@ -183,11 +186,21 @@ async function serve(config: Config, args: string[]): Promise<void> {
     // Checked at start-up, as the database is: a Redis that cannot be reached now is most often a
     // wrong REDIS_URL, and each process would count on its own without a word (README, Settings).
     // An outage later is met by counting in the process (docs/decisions.md, Rate limit).
+    // Within a deadline: a server that accepts the connection and never answers, or closes it
+    // (protected mode), leaves the client reconnecting without an error.
+    let deadline: NodeJS.Timeout | undefined;
     try {
-      await redis.ready();
+      await Promise.race([
+        redis.ready(),
+        new Promise<never>((_, reject) => {
+          deadline = setTimeout(() => reject(new Error(`no answer within ${REDIS_START_TIMEOUT_MS / 1000} s`)), REDIS_START_TIMEOUT_MS);
+        }),
+      ]);
     } catch (error) {
       await redis.close();
-      throw new ConfigError('REDIS_URL', `cannot be used: ${(error as Error).message || String(error)}`);
+      throw new ConfigError('REDIS_URL', `cannot be used: ${describeError(error)}`);
+    } finally {
+      clearTimeout(deadline);
     }
     limiter = redis;
   } else {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './helpers/context.js';
@@ -82,7 +83,7 @@ describe('the formsign command', () => {
     }
   });
 
-  it('stops at start-up on a bad setting with one line naming the variable', () => {
+  it('stops at start-up on a bad setting with one line naming the variable', async () => {
     const res = run(['serve'], { PORT: 'eighty' });
     assert.equal(res.code, 1);
     assert.equal(res.stderr.trim().split('\n').length, 1);
@@ -101,6 +102,19 @@ describe('the formsign command', () => {
       assert.equal(bad.code, 1, JSON.stringify(extra));
       assert.match(bad.stderr.trim().split('\n').at(-1)!, message, JSON.stringify(extra));
       assert.doesNotMatch(bad.stderr, /\n.*\n/, 'one line');
+    }
+    // A Redis address where something accepts the connection and never answers (this process is
+    // blocked in spawnSync; the kernel accepts for it): stopped by the start-up deadline, not a hang.
+    const silent = net.createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const mute = run(['serve'], { REDIS_URL: `redis://127.0.0.1:${(silent.address() as net.AddressInfo).port}`, PORT: '0' });
+      assert.equal(mute.code, 1);
+      assert.match(mute.stderr.trim().split('\n').at(-1)!, /^formsign: invalid configuration: REDIS_URL cannot be used: no answer within 5 s/);
+      assert.ok(Date.now() - started < 30_000, 'stopped by the deadline');
+    } finally {
+      silent.close();
     }
     // A database that cannot be reached (no server on the port; by name, every address refuses).
     for (const url of ['postgres://postgres@127.0.0.1:1/formsign', 'postgres://postgres@localhost:1/formsign']) {

@@ -424,7 +424,8 @@ Every answer under /api/v1 carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remainin
       }
       for (const status of [...byStatus.keys()].sort()) responses[String(status)] = errorResponse(status, byStatus.get(status)!, path.startsWith('/api/v1/') ? method : '', Boolean((operation.requestBody?.content as Json | undefined)?.['multipart/form-data']));
       if (meta?.operationId === 'downloadDocumentFile') {
-        // The errors its handler answers once it has the file keep `nosniff`; a 416 says the file's size (`bytes */<size>`).
+        // The errors its handler can answer once it has the file keep `nosniff` (a 500 or 503 from before the
+        // handler, as while shutting down, does not carry it; the header is optional); a 416 says the file's size.
         for (const [status, response] of Object.entries(responses)) {
           if (!['416', '500', '503'].includes(status)) continue;
           const headers = ((response as Json).headers ?? {}) as Json;

@@ -22,17 +22,9 @@ export async function updateQuestion(
     const { order, options: rawOptions, ...changes } = input;
     const typeChanged = changes.type !== undefined && changes.type !== current.type;
     const merged = { ...current, ...changes };
-    // The merged question must be valid (API.md): a new type sent without options keeps the
-    // current ones when they fit it (mcq to dropdown keeps its choices), else it is 400 naming the
-    // option that does not fit; options are checked again only when sent or when the type changes.
-    const kept = rawOptions === undefined && typeChanged;
-    let options: Record<string, unknown>;
-    try {
-      options = checkQuestion(merged, content, questionId, rawOptions === undefined ? (kept ? current.options : null) : (rawOptions ?? {}));
-    } catch (error) {
-      if (!kept || !(error instanceof AppError) || error.code !== 'validation_failed' || !error.hint.startsWith('options')) throw error;
-      throw new AppError('validation_failed', `${error.hint}; the question's current options do not fit type ${merged.type}: send options for it with the new type`);
-    }
+    // A new type takes its own options: the old ones only carry over when the type stays, and
+    // are checked again only when sent or when the type changes.
+    const options = checkQuestion(merged, content, questionId, rawOptions === undefined && !typeChanged ? null : (rawOptions ?? {}));
     const next: QuestionView = { ...merged, options };
     // Rules that use this question must still fit it, and a move into a section must not close a loop.
     const after: FormContent = { ...content, questions: content.questions.map((q) => (q.id === questionId ? next : q)) };
