@@ -681,30 +681,27 @@ describe('LibreOffice conversion', () => {
     fs.rmSync(dir, { recursive: true });
   });
 
-  it('runs every process of a conversion at nice 10, so that the API process gets a core first', async () => {
+  /** The niceness a member of a conversion reads of itself: `member` is a shell command whose output (`$NI`: the reading) is logged. */
+  async function niceOfMember(member: string): Promise<string> {
     const log = path.join(tempDir(), 'log');
-    const { bin, dir } = fakeSoffice(`for last; do :; done; out=$(dirname "$last"); sleep 0.3; sh -c 'ps -o ni= -p $$' >> ${log}; printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
-    const converter = new LibreOfficeConverter(bin, 5000);
+    const { bin, dir } = fakeSoffice(`for last; do :; done; out=$(dirname "$last"); ${member.replaceAll('$NI', () => 'ps -o ni= -p $$')} >> ${log}; printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
     const docx = path.join(dir, 'in.docx');
     fs.writeFileSync(docx, 'x');
-    await converter.convert(docx, 'w');
-    assert.equal(fs.readFileSync(log, 'utf8').trim(), '10');
+    await new LibreOfficeConverter(bin, 5000).convert(docx, 'w');
     fs.rmSync(dir, { recursive: true });
+    return fs.readFileSync(log, 'utf8').trim();
+  }
+
+  it('runs every process of a conversion at nice 10, so that the API process gets a core first', async () => {
+    assert.equal(await niceOfMember(`sleep 0.3; sh -c '$NI'`), '10');
   });
 
   it('gives nice 10 to a member of the conversion that raised its own priority (the group watch renices each member it finds)', async (t) => {
     // Only root may lower a niceness: elsewhere a member cannot leave nice 10, and there is nothing to test.
     if (process.getuid?.() !== 0 || !fs.existsSync('/proc/self/stat')) return t.skip('needs root and /proc');
-    const log = path.join(tempDir(), 'log');
     // The script (nice 10 from the start) starts a member at nice 0, which then waits for the
     // watch's passes (every 250 ms in the first 2 s) before it reads its own niceness.
-    const { bin, dir } = fakeSoffice(`for last; do :; done; out=$(dirname "$last"); nice -n -10 sh -c 'sleep 1.2; ps -o ni= -p $$' >> ${log}; printf '%%PDF-1.4\\n%%%%EOF\\n' > "$out/input.pdf"`);
-    const converter = new LibreOfficeConverter(bin, 5000);
-    const docx = path.join(dir, 'in.docx');
-    fs.writeFileSync(docx, 'x');
-    await converter.convert(docx, 'w');
-    assert.equal(fs.readFileSync(log, 'utf8').trim(), '10');
-    fs.rmSync(dir, { recursive: true });
+    assert.equal(await niceOfMember(`nice -n -10 sh -c 'sleep 1.2; $NI'`), '10');
   });
 
   it('refuses fewer than one conversion at a time, and a memory limit that is no number or under 64 MB', () => {
